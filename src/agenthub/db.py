@@ -1,0 +1,80 @@
+"""Database engines for the services that own one (State Hub, hub-core).
+
+Accepts the plain URLs operators write (`sqlite:///path`, `postgresql://…`) and
+maps them to the drivers we ship (stdlib sqlite3, psycopg 3). SQLite connections
+get WAL, foreign keys and a busy timeout on every connection, because SQLite
+forgets all three per connection.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.engine.url import URL
+from sqlalchemy.pool import NullPool
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalize_url(url: str) -> URL:
+    """Turn an operator-written URL into one SQLAlchemy can open with our drivers."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    elif backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite")
+    else:
+        raise ValueError(
+            f"unsupported database URL scheme {parsed.drivername!r}: "
+            "use sqlite:///path/to/file.db or postgresql://user@host/dbname"
+        )
+    return parsed
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine; for SQLite files also create the parent directory."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            parent = os.path.dirname(os.path.abspath(database))
+            os.makedirs(parent, exist_ok=True)
+        kwargs.setdefault("poolclass", NullPool)
+        connect_args = kwargs.pop("connect_args", {})
+        connect_args.setdefault("check_same_thread", False)
+        # Transactions are begun explicitly by the unit of work, so the driver's
+        # own implicit BEGIN must not get in the way.
+        connect_args.setdefault("isolation_level", None)
+        engine = create_engine(parsed, connect_args=connect_args, **kwargs)
+        _install_sqlite_pragmas(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(parsed, **kwargs)
+
+
+def _install_sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # pysqlite with isolation_level=None never emits BEGIN; we do, so that a
+        # SQLAlchemy transaction is a real SQLite transaction. Writers ask for
+        # IMMEDIATE via the execution option, so they take the write lock up front
+        # instead of failing to upgrade a read lock later (SQLITE_BUSY).
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")

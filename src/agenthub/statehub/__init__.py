@@ -1,0 +1,1 @@
+"""State Hub: the agent inbox and its change feed."""

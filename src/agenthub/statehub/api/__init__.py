@@ -1,0 +1,1 @@
+"""State Hub HTTP layer: routers translate HTTP to service calls and nothing else."""

@@ -1,0 +1,94 @@
+"""State Hub tables (ORM models). Schema changes go through Alembic only."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import (
+    ForeignKey,
+    Index,
+    MetaData,
+    String,
+    Text,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from agenthub.sqltypes import UTCDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SLUG_LENGTH = 64
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class AgentMessage(Base):
+    __tablename__ = "agent_messages"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    from_agent: Mapped[str] = mapped_column(String(SLUG_LENGTH))
+    to_agent: Mapped[str] = mapped_column(String(SLUG_LENGTH))
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("agent_messages.id", ondelete="SET NULL"), nullable=True
+    )
+    read_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    kind: Mapped[str] = mapped_column(String(32), default="message")
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    supersedes_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("agent_messages.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index("ix_agent_messages_to_agent_created_at", "to_agent", "created_at"),
+        Index("ix_agent_messages_from_agent_created_at", "from_agent", "created_at"),
+        Index("ix_agent_messages_thread_id", "thread_id"),
+        Index("ix_agent_messages_supersedes_id", "supersedes_id"),
+    )
+
+
+class MessageReceipt(Base):
+    """Per-reader state of a broadcast. Every field is first-write-wins."""
+
+    __tablename__ = "message_receipts"
+
+    message_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("agent_messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    agent: Mapped[str] = mapped_column(String(SLUG_LENGTH), primary_key=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    read_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (Index("ix_message_receipts_agent", "agent"),)
+
+
+class MessageIdentityAlias(Base):
+    """`alias` → `canonical` agent slug. Operators insert these; reads canonicalise."""
+
+    __tablename__ = "message_identity_aliases"
+
+    alias: Mapped[str] = mapped_column(String(SLUG_LENGTH), primary_key=True)
+    canonical: Mapped[str] = mapped_column(String(SLUG_LENGTH), index=True)
+
+
+class StateHubMeta(Base):
+    """Small key/value facts about this database, such as its generated instance label."""
+
+    __tablename__ = "statehub_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,152 @@
+"""SQL for the inbox. Services call these inside their transaction; nothing here commits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from agenthub.statehub.models import AgentMessage, MessageIdentityAlias, MessageReceipt
+from agenthub.statehub.slugs import BROADCAST
+
+RECEIPT_FIELDS = ("delivered_at", "read_at", "acknowledged_at")
+
+
+def get_message(session: Session, message_id: uuid.UUID) -> AgentMessage | None:
+    return session.get(AgentMessage, message_id)
+
+
+def get_message_for_update(session: Session, message_id: uuid.UUID) -> AgentMessage | None:
+    stmt = select(AgentMessage).where(AgentMessage.id == message_id)
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return session.scalars(stmt).one_or_none()
+
+
+def identity_values(session: Session, agent: str) -> list[str]:
+    """Every stored spelling of `agent`: its canonical slug and all aliases of it."""
+    canonical = session.scalar(
+        select(MessageIdentityAlias.canonical).where(MessageIdentityAlias.alias == agent)
+    )
+    canonical = canonical or agent
+    aliases = session.scalars(
+        select(MessageIdentityAlias.alias).where(MessageIdentityAlias.canonical == canonical)
+    ).all()
+    return sorted({canonical, agent, *aliases})
+
+
+def canonical_agent(session: Session, agent: str) -> str:
+    canonical = session.scalar(
+        select(MessageIdentityAlias.canonical).where(MessageIdentityAlias.alias == agent)
+    )
+    return canonical or agent
+
+
+def not_expired(now: datetime) -> ColumnElement[bool]:
+    return or_(AgentMessage.expires_at.is_(None), AgentMessage.expires_at > now)
+
+
+def list_messages(
+    session: Session,
+    *,
+    now: datetime,
+    to_values: Sequence[str] | None,
+    from_values: Sequence[str] | None,
+    unread_only: bool,
+    kind: str | None,
+    include_archived: bool,
+    limit: int,
+) -> list[AgentMessage]:
+    conditions: list[ColumnElement[bool]] = [not_expired(now)]
+    if to_values is not None:
+        conditions.append(or_(AgentMessage.to_agent.in_(to_values), AgentMessage.to_agent == BROADCAST))
+    if from_values is not None:
+        conditions.append(AgentMessage.from_agent.in_(from_values))
+    if kind is not None:
+        conditions.append(AgentMessage.kind == kind)
+    if not include_archived:
+        conditions.append(AgentMessage.archived_at.is_(None))
+    if unread_only:
+        conditions.append(_unread(to_values))
+    stmt = (
+        select(AgentMessage)
+        .where(and_(*conditions))
+        .order_by(AgentMessage.created_at.desc(), AgentMessage.id.desc())
+        .limit(limit)
+    )
+    return list(session.scalars(stmt).all())
+
+
+def _unread(reader_values: Sequence[str] | None) -> ColumnElement[bool]:
+    direct_unread = and_(AgentMessage.to_agent != BROADCAST, AgentMessage.read_at.is_(None))
+    if reader_values is None:
+        broadcast_unread: ColumnElement[bool] = and_(
+            AgentMessage.to_agent == BROADCAST, AgentMessage.read_at.is_(None)
+        )
+    else:
+        has_read_receipt = exists().where(
+            MessageReceipt.message_id == AgentMessage.id,
+            MessageReceipt.agent.in_(reader_values),
+            MessageReceipt.read_at.is_not(None),
+        )
+        broadcast_unread = and_(AgentMessage.to_agent == BROADCAST, not_(has_read_receipt))
+    return or_(direct_unread, broadcast_unread)
+
+
+def thread_messages(session: Session, root_id: uuid.UUID) -> list[AgentMessage]:
+    stmt = (
+        select(AgentMessage)
+        .where(or_(AgentMessage.id == root_id, AgentMessage.thread_id == root_id))
+        .order_by(AgentMessage.created_at.asc(), AgentMessage.id.asc())
+    )
+    return list(session.scalars(stmt).all())
+
+
+def upsert_receipts(
+    session: Session,
+    message_ids: Sequence[uuid.UUID],
+    agent: str,
+    *,
+    delivered_at: datetime | None = None,
+    read_at: datetime | None = None,
+    acknowledged_at: datetime | None = None,
+) -> None:
+    """Insert or first-write-wins update of `agent`'s receipts, one statement.
+
+    `ON CONFLICT DO UPDATE … COALESCE(existing, new)` keeps the first value of
+    every field even when two readers race; the `WHERE` skips the update (and so
+    any revision bump or dead tuple) when no field would change.
+    """
+    if not message_ids:
+        return
+    values = {"delivered_at": delivered_at, "read_at": read_at, "acknowledged_at": acknowledged_at}
+    rows = [{"message_id": mid, "agent": agent, **values} for mid in message_ids]
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(MessageReceipt).values(rows)
+    table = MessageReceipt.__table__.c
+    changes = [
+        and_(table[name].is_(None), stmt.excluded[name].is_not(None))
+        for name in RECEIPT_FIELDS
+        if values[name] is not None
+    ]
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[MessageReceipt.message_id, MessageReceipt.agent],
+        set_={
+            name: func.coalesce(table[name], stmt.excluded[name])
+            for name in RECEIPT_FIELDS
+            if values[name] is not None
+        },
+        where=or_(*changes) if changes else false(),
+    )
+    session.execute(stmt)
+
+
+def get_receipt(session: Session, message_id: uuid.UUID, agent: str) -> MessageReceipt | None:
+    session.expire_all()
+    return session.get(MessageReceipt, (message_id, agent))
+

@@ -1,0 +1,96 @@
+"""Wire shapes of the inbox API (pydantic). Separate from the ORM models on purpose."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from agenthub.statehub.slugs import SLUG_HINT, is_recipient, is_slug
+
+MAX_SUBJECT = 500
+MAX_BODY = 256 * 1024
+KIND_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,31}$"
+
+
+def _slug(value: str) -> str:
+    if not is_slug(value):
+        raise ValueError(f"invalid agent slug {value!r}: {SLUG_HINT}")
+    return value
+
+
+def _recipient(value: str) -> str:
+    if not is_recipient(value):
+        raise ValueError(f"invalid recipient {value!r}: {SLUG_HINT}, or '*' to broadcast")
+    return value
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # A naive timestamp from a client is read as UTC rather than rejected.
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+AgentSlug = Annotated[str, AfterValidator(_slug)]
+Recipient = Annotated[str, AfterValidator(_recipient)]
+UTCTimestamp = Annotated[datetime | None, AfterValidator(_utc)]
+
+
+class MessageCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    from_agent: AgentSlug
+    to_agent: Recipient
+    subject: str = Field(max_length=MAX_SUBJECT)
+    body: str = Field(max_length=MAX_BODY)
+    kind: str = Field(default="message", pattern=KIND_PATTERN)
+    thread_id: uuid.UUID | None = None
+    expires_at: UTCTimestamp = None
+    supersedes_id: uuid.UUID | None = None
+
+
+class ReplyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    from_agent: AgentSlug
+    body: str = Field(max_length=MAX_BODY)
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT)
+
+
+class MessageRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    from_agent: str
+    to_agent: str
+    subject: str
+    body: str
+    thread_id: uuid.UUID | None
+    read_at: datetime | None
+    archived_at: datetime | None
+    kind: str
+    expires_at: datetime | None
+    supersedes_id: uuid.UUID | None
+    created_at: datetime
+
+
+class ReceiptRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    message_id: uuid.UUID
+    agent: str
+    delivered_at: datetime | None
+    read_at: datetime | None
+    acknowledged_at: datetime | None
+
+
+class Health(BaseModel):
+    status: str
+    instance_label: str
+    database: str
+    high_water: str | None = None

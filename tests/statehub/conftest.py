@@ -1,0 +1,89 @@
+"""State Hub fixtures: a migrated database on each engine, an app, a client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+
+from agenthub.clock import FrozenClock
+from agenthub.db import make_engine
+from agenthub.statehub import migrate
+from agenthub.statehub.app import create_app
+from agenthub.statehub.settings import StateHubSettings
+from agenthub.statehub.store import Database
+
+DATA_TABLES = ("message_receipts", "agent_messages", "message_identity_aliases")
+
+
+@pytest.fixture(scope="session")
+def _pg_statehub_url(pg_database_url: str) -> str:
+    engine = make_engine(pg_database_url)
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+    return pg_database_url
+
+
+def _empty_pg(url: str) -> None:
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            existing = {
+                row[0]
+                for row in conn.execute(
+                    text("select tablename from pg_tables where schemaname = current_schema()")
+                )
+            }
+            tables = [t for t in (*DATA_TABLES, "message_tombstones") if t in existing]
+            conn.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A State Hub database at head, empty: a new SQLite file, or the session's PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'statehub.db'}"
+        engine = make_engine(url)
+        try:
+            migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+        return url
+    url: str = request.getfixturevalue("_pg_statehub_url")
+    _empty_pg(url)
+    return url
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    eng = make_engine(database_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def db(engine: Engine) -> Database:
+    return Database(engine)
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+def settings(database_url: str) -> StateHubSettings:
+    return StateHubSettings(database_url=database_url, instance_label="test-hub")
+
+
+@pytest.fixture
+def client(settings: StateHubSettings, clock: FrozenClock) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, clock=clock)) as test_client:
+        yield test_client

@@ -1,0 +1,61 @@
+"""Test databases: a fresh SQLite file per test, and one throw-away PostgreSQL
+database per test session (named after the process, so parallel runs from
+several checkouts never share one), emptied between tests."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from agenthub.db import normalize_url
+
+PG_ENV = "AGENTHUB_TEST_PG_URL"
+REDIS_ENV = "AGENTHUB_TEST_REDIS_URL"
+
+
+def services_required() -> bool:
+    """In CI a missing PostgreSQL or Redis fails the run instead of skipping tests."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes") or bool(
+        os.environ.get("AGENTHUB_REQUIRE_SERVICES")
+    )
+
+
+def pg_server_url() -> str | None:
+    return os.environ.get(PG_ENV) or None
+
+
+def require_pg() -> str:
+    url = pg_server_url()
+    if url is None:
+        if services_required():
+            pytest.fail(f"{PG_ENV} is not set but CI requires PostgreSQL", pytrace=False)
+        pytest.skip(f"PostgreSQL tests need {PG_ENV}")
+    return url
+
+
+@contextmanager
+def temporary_pg_database(server_url: str, prefix: str = "agenthub_t") -> Iterator[str]:
+    """Create a new empty database on the server; drop it afterwards. Yields its URL."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(normalize_url(server_url), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        admin.dispose()
+        if services_required():
+            pytest.fail(f"PostgreSQL at {server_url} is unusable: {exc}", pytrace=False)
+        pytest.skip(f"PostgreSQL at {server_url} is unusable: {exc}")
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
