@@ -206,16 +206,22 @@ BEGIN{_SQLITE_DRAW}
     UPDATE message_receipts SET revision = {_SQLITE_CURRENT}
     WHERE message_id = NEW.message_id AND agent = NEW.agent;
 END""",
+    # The cascade is spelled out, not left to the foreign keys: a `sqlite3` shell
+    # has `foreign_keys` off unless the operator remembers to turn it on.
     f"""
 CREATE TRIGGER agent_messages_tombstone BEFORE DELETE ON agent_messages
 BEGIN{_SQLITE_DRAW}
     INSERT OR IGNORE INTO message_tombstones (message_id, revision, deleted_at, reason)
     VALUES (OLD.id, {_SQLITE_CURRENT}, {_SQLITE_NOW},
             (SELECT delete_reason FROM inbox_revision_state WHERE id = 1));
+    DELETE FROM message_receipts WHERE message_id = OLD.id;
+    UPDATE agent_messages SET thread_id = NULL WHERE thread_id = OLD.id;
+    UPDATE agent_messages SET supersedes_id = NULL WHERE supersedes_id = OLD.id;
 END""",
     f"""
 CREATE TRIGGER message_receipts_tombstone BEFORE DELETE ON message_receipts
 WHEN EXISTS (SELECT 1 FROM agent_messages WHERE id = OLD.message_id)
+    AND NOT EXISTS (SELECT 1 FROM message_tombstones WHERE message_id = OLD.message_id)
 BEGIN{_SQLITE_DRAW}
     INSERT INTO receipt_tombstones (message_id, agent, revision, deleted_at)
     VALUES (OLD.message_id, OLD.agent, {_SQLITE_CURRENT}, {_SQLITE_NOW})
