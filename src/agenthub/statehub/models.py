@@ -135,7 +135,10 @@ def _attach_revision_ddl() -> None:
             event.listen(
                 Base.metadata,
                 "after_create",
-                DDL(statement).execute_if(dialect=dialect),  # type: ignore[no-untyped-call]
+                # DDL() %-formats its text; the statement must reach the database verbatim.
+                DDL(statement.replace("%", "%%")).execute_if(  # type: ignore[no-untyped-call]
+                    dialect=dialect
+                ),
             )
 
 
