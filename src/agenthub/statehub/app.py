@@ -32,6 +32,8 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.instance_label = settings.instance_label or stored_instance_label(db)
             source.prepare(db, settings.revision_mode)
             app.state.feed = FeedService(db, clock, app.state.instance_label)
+            # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
+            app.state.feed.check_restore()
             app.state.inbox = InboxService(db, clock, news_ttl_days=settings.news_ttl_days)
             yield
         finally:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Row, func, select, text
@@ -188,6 +189,24 @@ class FeedService:
         self.db = db
         self.clock = clock
         self.instance_label = instance_label
+        database = db.engine.url.database
+        self.served: source.ServedHighWater | None = None
+        if db.sqlite and database and database != ":memory:":
+            self.served = source.ServedHighWater(Path(database + ".served"))
+
+    def check_restore(self) -> None:
+        """SQLite: rotate the epoch if the file was restored below what we served."""
+        if self.served is None:
+            return
+        with self.db.read() as session:
+            token = source.sqlite_token(session)
+            high_water = self._max_revision(session, None)
+        if self.served.restored(token, high_water):
+            source.rotate_sqlite_token(self.db)
+
+    def _served(self, session: Session, pos: Position) -> None:
+        if self.served is not None:
+            self.served.record(source.sqlite_token(session), pos.high_water)
 
     # -- position ---------------------------------------------------------------
 
@@ -234,10 +253,12 @@ class FeedService:
         return best
 
     def high_water_cursor(self) -> str:
+        self.check_restore()
         with self.db.snapshot() as session:
             return cursor.encode(self._position(session).high_water)
 
     def position(self) -> dict[str, Any]:
+        self.check_restore()
         with self.db.snapshot() as session:
             return self._position(session).envelope()
 
@@ -251,8 +272,10 @@ class FeedService:
         source_instance: str | None = None,
         source_epoch: str | None = None,
     ) -> dict[str, Any]:
+        self.check_restore()
         with self.db.snapshot() as session:
             pos = self._position(session)
+            self._served(session, pos)
             try:
                 after_revision = cursor.decode(after)
                 self._check(pos, after, after_revision, source_instance, source_epoch)
@@ -374,8 +397,10 @@ class FeedService:
         Memory stays bounded whatever the inbox size; `count` and `content_hash`
         come last because they are known only once every row has passed.
         """
+        self.check_restore()
         with self.db.snapshot() as session:
             pos = self._position(session)
+            self._served(session, pos)
             head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
             yield json.dumps(head, separators=(",", ":"))[:-1].encode()
             hasher = _SnapshotHasher()
