@@ -60,7 +60,9 @@ def iso(value: datetime | None) -> str | None:
     """Canonical timestamp text: UTC, microseconds, `Z`."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _uuid(value: uuid.UUID | None) -> str | None:

@@ -97,7 +97,7 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
         current = read_state(session)
         if current.mode == mode:
             if mode == "xid":
-                session.execute(text(revisions.pg_revision_function_xid(current.xid_offset)))
+                _install_xid(session, current.xid_offset)
             return current
         max_revision = int(
             session.execute(
@@ -122,9 +122,10 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
                 ).scalar_one()
             )
             offset = max(0, max_revision + 1 - oldest)
-            session.execute(text(revisions.pg_revision_function_xid(offset)))
+            _install_xid(session, offset)
         else:
             session.execute(text(revisions.PG_REVISION_FUNCTION_LOCK))
+            session.execute(text(revisions.PG_STAMP_FUNCTION))
             floor = max(max_revision, switch_xid + current.xid_offset) + 1
             session.execute(text("SELECT setval('inbox_revision_seq', :v)"), {"v": floor})
         new_state = SourceState(mode=mode, xid_offset=offset, generation=current.generation + 1)
@@ -133,6 +134,11 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
         _set(session, GENERATION_KEY, str(new_state.generation))
     _wait_for_older_transactions(db, switch_xid, barrier_timeout_s)
     return new_state
+
+
+def _install_xid(session: Session, offset: int) -> None:
+    session.execute(text(revisions.pg_revision_function_xid(offset)))
+    session.execute(text(revisions.pg_stamp_function_xid(offset)))
 
 
 def _wait_for_older_transactions(db: Database, xid: int, timeout_s: float) -> None:
