@@ -7,6 +7,7 @@ the watermark of the revision mode: the highest visible revision under `lock`
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import uuid
@@ -29,9 +30,12 @@ from agenthub.statehub.models import (
     ReceiptTombstone,
 )
 from agenthub.statehub.store import Database
+from agenthub.statehub.wake import FeedWake
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 5000
+# Below common proxy idle timeouts (60 s), so a parked request is never cut.
+MAX_WAIT_S = 55.0
 TOMBSTONE_HORIZON = timedelta(days=90)
 SNAPSHOT_BATCH = 2000
 
@@ -212,19 +216,28 @@ class FeedService:
 
     # -- position ---------------------------------------------------------------
 
+    @staticmethod
+    def _bound(session: Session, state: source.SourceState) -> int | None:
+        """The highest revision that is final, when the mode needs one (`xid`)."""
+        if state.mode != "xid" or session.get_bind().dialect.name != "postgresql":
+            return None
+        xmin: int = session.execute(
+            text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        ).scalar_one()
+        return int(xmin) + state.xid_offset - 1
+
+    def servable_high_water(self) -> int:
+        """The wake poll's probe: the highest revision a reader could be served now."""
+        with self.db.read() as session:
+            return self._max_revision(session, self._bound(session, source.read_state(session)))
+
     def _position(self, session: Session) -> Position:
         state = source.read_state(session)
         if self.db.sqlite:
             source_time = self.clock.now()
-            bound = None
         else:
             source_time = session.execute(text("SELECT now()")).scalar_one()
-            bound = None
-            if state.mode == "xid":
-                xmin: int = session.execute(
-                    text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-                ).scalar_one()
-                bound = int(xmin) + state.xid_offset - 1
+        bound = self._bound(session, state)
         high_water = self._max_revision(session, bound)
         cutoff = self.clock.now() - TOMBSTONE_HORIZON
         compacted: int = session.execute(
@@ -390,6 +403,31 @@ class FeedService:
             if hit is not None:
                 return True
         return False
+
+    async def wait_page(
+        self,
+        wake: FeedWake,
+        after: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        wait: float = 0.0,
+        source_instance: str | None = None,
+        source_epoch: str | None = None,
+    ) -> dict[str, Any]:
+        """A page, parking first (up to `wait` seconds, clamped to 0-55) while it
+        would be empty. Check before park; a wake only makes us re-read."""
+        wait = min(max(wait, 0.0), MAX_WAIT_S)
+        deadline = self.clock.monotonic() + wait
+        timed_out = False
+        while True:
+            generation = wake.generation
+            page = await asyncio.to_thread(
+                self.page, after, limit, source_instance=source_instance, source_epoch=source_epoch
+            )
+            remaining = deadline - self.clock.monotonic()
+            if page["changes"] or remaining <= 0 or timed_out:
+                return page
+            timed_out = not await wake.wait_past(generation, remaining)
 
     # -- snapshot -------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Literal
 
 ADVISORY_LOCK_KEY = 5348490098
+WAKE_CHANNEL = "statehub_inbox_feed"
 RevisionMode = Literal["lock", "xid"]
 
 DATA_COLUMNS_MESSAGES = (
@@ -62,6 +63,9 @@ BEGIN
     PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
     rev := nextval('inbox_revision_seq');
     PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+    -- Wakes long-polling feed readers on every State Hub worker at commit.
+    -- Once per transaction; commits are serialized by the lock anyway.
+    PERFORM pg_notify('{WAKE_CHANNEL}', '');
     RETURN rev;
 END
 $$;

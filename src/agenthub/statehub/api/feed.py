@@ -30,14 +30,23 @@ def snapshot(service: Feed) -> StreamingResponse:
 
 
 @router.get("")
-def page(
+async def page(
+    request: Request,
     service: Feed,
     after: str,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    wait: Annotated[float, Query(description="long-poll seconds, clamped to 0-55")] = 0.0,
     source_instance: str | None = None,
     source_epoch: str | None = None,
 ) -> Response:
-    body = service.page(after, limit, source_instance=source_instance, source_epoch=source_epoch)
+    body = await service.wait_page(
+        request.app.state.wake,
+        after,
+        limit,
+        wait=wait,
+        source_instance=source_instance,
+        source_epoch=source_epoch,
+    )
     # The page is plain JSON types already; skipping FastAPI's recursive encoder
     # is most of the serving cost at 5000 changes a page.
     return Response(
