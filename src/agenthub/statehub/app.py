@@ -18,6 +18,7 @@ from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.instance import stored_instance_label
 from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
+from agenthub.statehub.snapshot import PagedSnapshots
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake, listen, poll
 
@@ -32,6 +33,13 @@ async def _wake_source(
     else:
         interval = settings.wake_poll_interval_s
         await poll(feed_service.servable_high_water, wake, interval)
+
+
+async def _reap(paged: PagedSnapshots) -> None:
+    """Release pinned snapshot images nobody has paged for a while."""
+    while True:
+        await asyncio.sleep(5)
+        await asyncio.to_thread(paged.reap)
 
 
 def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> FastAPI:
@@ -51,18 +59,22 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.feed = FeedService(db, clock, app.state.instance_label)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
             app.state.feed.check_restore()
+            app.state.paged_snapshots = PagedSnapshots(app.state.feed)
             app.state.inbox = InboxService(db, clock, news_ttl_days=settings.news_ttl_days)
             wake = FeedWake()
             wake.bind(asyncio.get_running_loop())
             db.after_commit.append(wake.bump_threadsafe)
             app.state.wake = wake
             tasks.append(asyncio.create_task(_wake_source(settings, db, app.state.feed, wake)))
+            tasks.append(asyncio.create_task(_reap(app.state.paged_snapshots)))
             yield
         finally:
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            if hasattr(app.state, "paged_snapshots"):
+                app.state.paged_snapshots.close_all()
             engine.dispose()
 
     app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)

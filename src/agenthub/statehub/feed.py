@@ -37,7 +37,6 @@ MAX_LIMIT = 5000
 # Below common proxy idle timeouts (60 s), so a parked request is never cut.
 MAX_WAIT_S = 55.0
 TOMBSTONE_HORIZON = timedelta(days=90)
-SNAPSHOT_BATCH = 2000
 
 _M = AgentMessage.__table__.c
 _R = MessageReceipt.__table__.c
@@ -432,76 +431,15 @@ class FeedService:
     # -- snapshot -------------------------------------------------------------------
 
     def snapshot_stream(self) -> Iterator[bytes]:
-        """The whole image as JSON, streamed row by row from one consistent read.
+        """The whole image as one JSON document, streamed row by row (see `snapshot`)."""
+        from agenthub.statehub.snapshot import stream
 
-        Memory stays bounded whatever the inbox size; `count` and `content_hash`
-        come last because they are known only once every row has passed.
-        """
-        self.check_restore()
-        with self.db.snapshot() as session:
-            pos = self._position(session)
-            self._served(session, pos)
-            head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
-            yield json.dumps(head, separators=(",", ":"))[:-1].encode()
-            hasher = _SnapshotHasher()
-            count = 0
-            cutoff = self.clock.now() - TOMBSTONE_HORIZON
-            parts: list[tuple[str, Any, Any]] = [
-                ("messages", select(*MESSAGE_COLUMNS).order_by(_M.id), message_state),
-                (
-                    "receipts",
-                    select(*RECEIPT_COLUMNS).order_by(_R.message_id, self._c(session, _R.agent)),
-                    receipt_state,
-                ),
-                (
-                    "tombstones",
-                    select(*TOMBSTONE_COLUMNS)
-                    .where(_T.deleted_at >= cutoff)
-                    .order_by(_T.message_id),
-                    tombstone_state,
-                ),
-            ]
-            for name, stmt, shape in parts:
-                hasher.start(name)
-                yield f',"{name}":['.encode()
-                first = True
-                for chunk in session.execute(
-                    stmt.execution_options(yield_per=SNAPSHOT_BATCH)
-                ).partitions():
-                    out: list[str] = []
-                    for row in chunk:
-                        state = shape(row)
-                        hasher.add(state)
-                        out.append(json.dumps(state, separators=(",", ":"), ensure_ascii=False))
-                    if name == "messages":
-                        count += len(chunk)
-                    if out:
-                        yield (("" if first else ",") + ",".join(out)).encode()
-                        first = False
-                yield b"]"
-            receipt_tombstones = session.execute(
-                select(*RECEIPT_TOMBSTONE_COLUMNS)
-                .where(_RT.deleted_at >= cutoff)
-                .order_by(_RT.message_id, self._c(session, _RT.agent))
-            ).all()
-            tail = {
-                "receipt_tombstones": [receipt_tombstone_state(r) for r in receipt_tombstones],
-                "count": count,
-                "content_hash": hasher.finish(),
-            }
-            yield ("," + json.dumps(tail, separators=(",", ":"))[1:]).encode()
+        return stream(self)
 
     def snapshot(self) -> dict[str, Any]:
         """The snapshot as one object (tests and in-process callers)."""
         result: dict[str, Any] = json.loads(b"".join(self.snapshot_stream()))
         return result
-
-    @staticmethod
-    def _c(session: Session, column: Any) -> Any:
-        # Byte order on PostgreSQL too, so the hash order matches SQLite's.
-        if session.get_bind().dialect.name == "postgresql":
-            return column.collate("C")
-        return column
 
 
 def _change(revision: int, entity: str, key: str, op: str, state: dict[str, Any]) -> dict[str, Any]:

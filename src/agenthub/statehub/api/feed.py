@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, FeedService
+from agenthub.statehub.snapshot import PagedSnapshots
 
 router = APIRouter(prefix="/messages/feed", tags=["feed"])
 NO_STORE = {"Cache-Control": "no-store"}
+DEFAULT_SNAPSHOT_PAGE = 1000
 
 
 def feed(request: Request) -> FeedService:
@@ -22,11 +24,23 @@ def feed(request: Request) -> FeedService:
 Feed = Annotated[FeedService, Depends(feed)]
 
 
-@router.get("/snapshot")
-def snapshot(service: Feed) -> StreamingResponse:
-    return StreamingResponse(
-        service.snapshot_stream(), media_type="application/json", headers=NO_STORE
-    )
+@router.get("/snapshot", response_model=None)
+def snapshot(
+    request: Request,
+    service: Feed,
+    page_size: Annotated[
+        int | None, Query(description="page the image: rows per page (additive to v1)")
+    ] = None,
+    page: Annotated[str | None, Query(description="next_page from the previous page")] = None,
+) -> StreamingResponse | Response:
+    if page_size is None and page is None:
+        return StreamingResponse(
+            service.snapshot_stream(), media_type="application/json", headers=NO_STORE
+        )
+    paged: PagedSnapshots = request.app.state.paged_snapshots
+    size = DEFAULT_SNAPSHOT_PAGE if page_size is None else page_size
+    body = paged.first_page(size) if page is None else paged.next_page(page, size)
+    return _json(body)
 
 
 @router.get("")
@@ -47,8 +61,12 @@ async def page(
         source_instance=source_instance,
         source_epoch=source_epoch,
     )
-    # The page is plain JSON types already; skipping FastAPI's recursive encoder
-    # is most of the serving cost at 5000 changes a page.
+    return _json(body)
+
+
+def _json(body: dict[str, Any]) -> Response:
+    # Feed bodies are plain JSON types already; skipping FastAPI's recursive
+    # encoder is most of the serving cost at 5000 changes a page.
     return Response(
         json.dumps(body, separators=(",", ":"), ensure_ascii=False),
         media_type="application/json",
