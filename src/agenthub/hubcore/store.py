@@ -1,0 +1,46 @@
+"""Units of work over the hub-core database: import writes, and read-only reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from agenthub.db import is_sqlite
+
+
+class Database:
+    """Hands out sessions bound to one transaction.
+
+    `write()` takes SQLite's write lock up front (BEGIN IMMEDIATE) so two
+    importers serialize; `read_only()` is a transaction the database itself
+    refuses to write in (`SET TRANSACTION READ ONLY`, or SQLite's query_only).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sqlite = is_sqlite(engine)
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        with self.engine.connect() as conn:
+            if self.sqlite:
+                conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+                yield session
+
+    @contextmanager
+    def read_only(self) -> Iterator[Session]:
+        with self.engine.connect() as conn:
+            if self.sqlite:
+                conn.exec_driver_sql("PRAGMA query_only = ON")
+            try:
+                with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+                    if not self.sqlite:
+                        session.execute(text("SET TRANSACTION READ ONLY"))
+                    yield session
+            finally:
+                if self.sqlite:
+                    conn.exec_driver_sql("PRAGMA query_only = OFF")
