@@ -12,6 +12,7 @@ from agenthub.db import make_engine
 from agenthub.hubcore import migrate
 from agenthub.hubcore.repository import PROJECTION_TABLES
 from agenthub.hubcore.store import Database
+from agenthub.statehub import migrate as statehub_migrate
 from tests.support.databases import require_pg, temporary_pg_database
 
 
@@ -63,3 +64,48 @@ def hubcore_engine(hubcore_url: str) -> Iterator[Engine]:
 @pytest.fixture
 def hubcore_db(hubcore_engine: Engine) -> Database:
     return Database(hubcore_engine)
+
+
+@pytest.fixture(scope="session")
+def _pg_statehub_source_url() -> Iterator[str]:
+    """A State Hub database on PostgreSQL, as the source hub-core captures from."""
+    server = require_pg()
+    with temporary_pg_database(server, prefix="agenthub_hcsrc") as url:
+        engine = make_engine(url)
+        try:
+            statehub_migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+        yield url
+
+
+def _empty_statehub_pg(url: str) -> None:
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "TRUNCATE message_receipts, agent_messages, message_identity_aliases, "
+                    "statehub_meta CASCADE"
+                )
+            )
+            for table in ("agent_messages", "message_receipts"):
+                conn.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS revision"))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def statehub_url(hubcore_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """An empty State Hub database on the same kind of database as `hubcore_url`."""
+    if hubcore_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'statehub.db'}"
+        engine = make_engine(url)
+        try:
+            statehub_migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+        return url
+    url = request.getfixturevalue("_pg_statehub_source_url")
+    _empty_statehub_pg(url)
+    return url

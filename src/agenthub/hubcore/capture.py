@@ -107,8 +107,8 @@ def _begin_consistent_read(conn: Connection) -> None:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
     else:
         # WAL: the read transaction sees one snapshot from its first read on.
-        conn.exec_driver_sql("PRAGMA query_only = ON")
         conn.begin()
+        conn.exec_driver_sql("PRAGMA query_only = ON")
 
 
 def _source_time(conn: Connection, clock: Clock) -> datetime:

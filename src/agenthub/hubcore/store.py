@@ -34,13 +34,16 @@ class Database:
     @contextmanager
     def read_only(self) -> Iterator[Session]:
         with self.engine.connect() as conn:
-            if self.sqlite:
-                conn.exec_driver_sql("PRAGMA query_only = ON")
             try:
                 with Session(bind=conn, expire_on_commit=False) as session, session.begin():
-                    if not self.sqlite:
+                    if self.sqlite:
+                        session.execute(text("PRAGMA query_only = ON"))
+                    else:
                         session.execute(text("SET TRANSACTION READ ONLY"))
                     yield session
             finally:
                 if self.sqlite:
-                    conn.exec_driver_sql("PRAGMA query_only = OFF")
+                    # The pragma outlives the transaction; the connection may be reused.
+                    raw = conn.connection.dbapi_connection
+                    assert raw is not None
+                    raw.execute("PRAGMA query_only = OFF")
