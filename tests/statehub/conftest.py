@@ -39,7 +39,11 @@ def _empty_pg(url: str) -> None:
                     text("select tablename from pg_tables where schemaname = current_schema()")
                 )
             }
-            tables = [t for t in (*DATA_TABLES, "message_tombstones") if t in existing]
+            tables = [
+                t
+                for t in (*DATA_TABLES, "message_tombstones", "receipt_tombstones")
+                if t in existing
+            ]
             conn.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
     finally:
         engine.dispose()

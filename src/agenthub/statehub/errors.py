@@ -36,6 +36,8 @@ class InvalidRequest(StateHubError):
 
 class FeedError(StateHubError):
     resnapshot_required = False
+    # Where the source stands (contract, instance, epoch, high_water…), when known.
+    position: dict[str, object] | None = None
 
 
 class MalformedCursor(FeedError):

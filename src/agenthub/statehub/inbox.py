@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
@@ -72,9 +72,12 @@ class InboxService:
             session.add(message)
             # A broadcast replaces its predecessor in the same transaction, so a
             # reader never sees both live (and the feed shows one revision).
-            if predecessor is not None and data.to_agent == BROADCAST:
-                if predecessor.archived_at is None:
-                    predecessor.archived_at = now
+            if (
+                predecessor is not None
+                and data.to_agent == BROADCAST
+                and predecessor.archived_at is None
+            ):
+                predecessor.archived_at = now
             return message
 
     def reply(self, message_id: uuid.UUID, data: ReplyCreate) -> AgentMessage:
@@ -95,9 +98,7 @@ class InboxService:
             session.add(reply)
             if original.to_agent == BROADCAST:
                 reader = repo.canonical_agent(session, data.from_agent)
-                repo.upsert_receipts(
-                    session, [original.id], reader, delivered_at=now, read_at=now
-                )
+                repo.upsert_receipts(session, [original.id], reader, delivered_at=now, read_at=now)
             elif original.read_at is None:
                 original.read_at = now
             return reply
@@ -110,7 +111,9 @@ class InboxService:
             message = self._require_for_update(session, message_id)
             if message.to_agent == BROADCAST and reader is not None:
                 canonical = repo.canonical_agent(session, reader)
-                repo.upsert_receipts(session, [message.id], canonical, delivered_at=now, read_at=now)
+                repo.upsert_receipts(
+                    session, [message.id], canonical, delivered_at=now, read_at=now
+                )
             elif message.read_at is None:
                 message.read_at = now
             return message
@@ -146,7 +149,7 @@ class InboxService:
 
     # -- reads ----------------------------------------------------------------
 
-    def list(self, query: ListQuery) -> list[AgentMessage]:
+    def list_messages(self, query: ListQuery) -> list[AgentMessage]:
         if query.to_agent is None and query.from_agent is None:
             raise InvalidRequest(
                 "to_agent is required unless from_agent is given",
@@ -166,7 +169,9 @@ class InboxService:
         unit = self.db.write() if stamping else self.db.read()
         with unit as session:
             to_values = (
-                repo.identity_values(session, query.to_agent) if query.to_agent is not None else None
+                repo.identity_values(session, query.to_agent)
+                if query.to_agent is not None
+                else None
             )
             from_values = (
                 repo.identity_values(session, query.from_agent)
@@ -215,13 +220,17 @@ class InboxService:
     def _require(self, session: Session, message_id: uuid.UUID) -> AgentMessage:
         message = repo.get_message(session, message_id)
         if message is None:
-            raise NotFound(f"message {message_id} not found", hint="check the id; no message has it")
+            raise NotFound(
+                f"message {message_id} not found", hint="check the id; no message has it"
+            )
         return message
 
     def _require_for_update(self, session: Session, message_id: uuid.UUID) -> AgentMessage:
         message = repo.get_message_for_update(session, message_id)
         if message is None:
-            raise NotFound(f"message {message_id} not found", hint="check the id; no message has it")
+            raise NotFound(
+                f"message {message_id} not found", hint="check the id; no message has it"
+            )
         return message
 
 

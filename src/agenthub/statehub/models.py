@@ -6,16 +6,21 @@ import uuid
 from datetime import datetime
 
 from sqlalchemy import (
+    DDL,
+    BigInteger,
     ForeignKey,
     Index,
     MetaData,
     String,
     Text,
     Uuid,
+    event,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agenthub.sqltypes import UTCDateTime
+from agenthub.statehub import revisions
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -51,8 +56,11 @@ class AgentMessage(Base):
         Uuid, ForeignKey("agent_messages.id", ondelete="SET NULL"), nullable=True
     )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Set by the database (revision triggers), never by the application.
+    revision: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
     __table_args__ = (
+        Index("ix_agent_messages_revision", "revision"),
         Index("ix_agent_messages_to_agent_created_at", "to_agent", "created_at"),
         Index("ix_agent_messages_from_agent_created_at", "from_agent", "created_at"),
         Index("ix_agent_messages_thread_id", "thread_id"),
@@ -72,8 +80,34 @@ class MessageReceipt(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     read_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     acknowledged_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revision: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
-    __table_args__ = (Index("ix_message_receipts_agent", "agent"),)
+    __table_args__ = (
+        Index("ix_message_receipts_agent", "agent"),
+        Index("ix_message_receipts_revision", "revision"),
+    )
+
+
+class MessageTombstone(Base):
+    """What is left of a deleted message: never its body."""
+
+    __tablename__ = "message_tombstones"
+
+    message_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    revision: Mapped[int] = mapped_column(BigInteger, index=True)
+    deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class ReceiptTombstone(Base):
+    """A receipt deleted directly (not by its message's delete), so consumers drop it too."""
+
+    __tablename__ = "receipt_tombstones"
+
+    message_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    agent: Mapped[str] = mapped_column(String(SLUG_LENGTH), primary_key=True)
+    revision: Mapped[int] = mapped_column(BigInteger, index=True)
+    deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class MessageIdentityAlias(Base):
@@ -92,3 +126,20 @@ class StateHubMeta(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+def _attach_revision_ddl() -> None:
+    """`create_all` gets the same triggers as the migration (a test compares them)."""
+    for dialect in ("postgresql", "sqlite"):
+        for statement in revisions.ddl_for(dialect):
+            event.listen(
+                Base.metadata,
+                "after_create",
+                # DDL() %-formats its text; the statement must reach the database verbatim.
+                DDL(statement.replace("%", "%%")).execute_if(  # type: ignore[no-untyped-call]
+                    dialect=dialect
+                ),
+            )
+
+
+_attach_revision_ddl()

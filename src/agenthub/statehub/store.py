@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from agenthub.db import is_sqlite
+from agenthub.statehub.revisions import SQLITE_CLOSE, SQLITE_OPEN
 
 SessionHook = Callable[[Session], None]
 
@@ -27,24 +28,46 @@ class Database:
         self.sqlite = is_sqlite(engine)
         self.before_write: list[SessionHook] = []
         self.before_commit: list[SessionHook] = []
+        if self.sqlite:
+            # One revision per State Hub transaction (see `revisions`).
+            self.before_write.append(_run(SQLITE_OPEN))
+            self.before_commit.append(_run(SQLITE_CLOSE))
 
     @contextmanager
     def write(self) -> Iterator[Session]:
         with self.engine.connect() as conn:
             if self.sqlite:
                 conn.execution_options(sqlite_begin="IMMEDIATE")
-            with Session(bind=conn, expire_on_commit=False, autoflush=True) as session:
-                with session.begin():
-                    for hook in self.before_write:
-                        hook(session)
-                    yield session
-                    session.flush()
-                    for hook in self.before_commit:
-                        hook(session)
+            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+                for hook in self.before_write:
+                    hook(session)
+                yield session
+                session.flush()
+                for hook in self.before_commit:
+                    hook(session)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """One consistent read-only image: REPEATABLE READ READ ONLY on PostgreSQL,
+        a single read transaction (WAL snapshot) on SQLite."""
+        with self.engine.connect() as conn:
+            if not self.sqlite:
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+                yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        with self.engine.connect() as conn:
-            with Session(bind=conn, expire_on_commit=False) as session:
-                with session.begin():
-                    yield session
+        with (
+            self.engine.connect() as conn,
+            Session(bind=conn, expire_on_commit=False) as session,
+            session.begin(),
+        ):
+            yield session
+
+
+def _run(statement: str) -> SessionHook:
+    def hook(session: Session) -> None:
+        session.execute(text(statement))
+
+    return hook

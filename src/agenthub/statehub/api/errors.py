@@ -16,6 +16,8 @@ def error_body(exc: StateHubError) -> dict[str, Any]:
         body["hint"] = exc.hint
     if isinstance(exc, FeedError):
         body["resnapshot_required"] = exc.resnapshot_required
+        if exc.position:
+            body = {**exc.position, **body}
     return body
 
 

@@ -49,7 +49,7 @@ def list_messages(
         include_archived=include_archived,
         limit=limit,
     )
-    return [MessageRead.model_validate(m) for m in service.list(query)]
+    return [MessageRead.model_validate(m) for m in service.list_messages(query)]
 
 
 @router.get("/{message_id}", response_model=MessageRead)

@@ -1,0 +1,443 @@
+"""The inbox change feed (contract `statehub.inbox-feed.v1`): snapshot and cursor pages.
+
+Both run in one consistent read (`Database.snapshot`). The servable bound is
+the watermark of the revision mode: the highest visible revision under `lock`
+(and on SQLite), and everything below `pg_snapshot_xmin` under `xid`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Row, func, select, text
+from sqlalchemy.orm import Session
+
+from agenthub.clock import Clock
+from agenthub.statehub import cursor, source
+from agenthub.statehub.errors import FeedError, ResnapshotConflict, ResnapshotGone
+from agenthub.statehub.models import (
+    AgentMessage,
+    MessageReceipt,
+    MessageTombstone,
+    ReceiptTombstone,
+)
+from agenthub.statehub.store import Database
+
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 5000
+TOMBSTONE_HORIZON = timedelta(days=90)
+SNAPSHOT_BATCH = 2000
+
+_M = AgentMessage.__table__.c
+_R = MessageReceipt.__table__.c
+_T = MessageTombstone.__table__.c
+_RT = ReceiptTombstone.__table__.c
+MESSAGE_COLUMNS = (
+    _M.id, _M.from_agent, _M.to_agent, _M.subject, _M.body, _M.thread_id, _M.read_at,
+    _M.archived_at, _M.kind, _M.expires_at, _M.supersedes_id, _M.created_at, _M.revision,
+)  # fmt: skip
+RECEIPT_COLUMNS = (
+    _R.message_id,
+    _R.agent,
+    _R.delivered_at,
+    _R.read_at,
+    _R.acknowledged_at,
+    _R.revision,
+)
+TOMBSTONE_COLUMNS = (_T.message_id, _T.revision, _T.deleted_at, _T.reason)
+RECEIPT_TOMBSTONE_COLUMNS = (_RT.message_id, _RT.agent, _RT.revision, _RT.deleted_at)
+REVISION_TABLES = (_M, _R, _T, _RT)
+
+
+def iso(value: datetime | None) -> str | None:
+    """Canonical timestamp text: UTC, microseconds, `Z`."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _uuid(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def message_state(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "id": str(row.id),
+        "from_agent": row.from_agent,
+        "to_agent": row.to_agent,
+        "subject": row.subject,
+        "body": row.body,
+        "thread_id": _uuid(row.thread_id),
+        "read_at": iso(row.read_at),
+        "archived_at": iso(row.archived_at),
+        "kind": row.kind,
+        "expires_at": iso(row.expires_at),
+        "supersedes_id": _uuid(row.supersedes_id),
+        "created_at": iso(row.created_at),
+        "revision": row.revision,
+    }
+
+
+def receipt_state(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "message_id": str(row.message_id),
+        "agent": row.agent,
+        "delivered_at": iso(row.delivered_at),
+        "read_at": iso(row.read_at),
+        "acknowledged_at": iso(row.acknowledged_at),
+        "revision": row.revision,
+    }
+
+
+def tombstone_state(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "message_id": str(row.message_id),
+        "revision": row.revision,
+        "deleted_at": iso(row.deleted_at),
+        "reason": row.reason,
+    }
+
+
+def receipt_tombstone_state(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "message_id": str(row.message_id),
+        "agent": row.agent,
+        "revision": row.revision,
+        "deleted_at": iso(row.deleted_at),
+    }
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(
+    messages: Sequence[dict[str, Any]],
+    receipts: Sequence[dict[str, Any]],
+    tombstones: Sequence[dict[str, Any]],
+) -> str:
+    """sha256 of canonical JSON of `{messages, receipts, tombstones}`, rows sorted by key (§8)."""
+    hasher = _SnapshotHasher()
+    for part, rows, key in (
+        ("messages", messages, lambda r: r["id"]),
+        ("receipts", receipts, lambda r: (r["message_id"], r["agent"])),
+        ("tombstones", tombstones, lambda r: r["message_id"]),
+    ):
+        hasher.start(part)
+        for row in sorted(rows, key=key):
+            hasher.add(row)
+    return hasher.finish()
+
+
+class _SnapshotHasher:
+    """Hashes `{"messages":[…],"receipts":[…],"tombstones":[…]}` as the rows stream past."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256(b"{")
+        self._parts = 0
+        self._rows = 0
+
+    def start(self, part: str) -> None:
+        prefix = "]," if self._parts else ""
+        self._sha.update(f'{prefix}"{part}":['.encode())
+        self._parts += 1
+        self._rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self._rows:
+            self._sha.update(b",")
+        self._sha.update(canonical_json(row).encode())
+        self._rows += 1
+
+    def finish(self) -> str:
+        self._sha.update(b"]}")
+        return self._sha.hexdigest()
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the source stands inside one consistent read."""
+
+    instance: str
+    epoch: str
+    source_time: datetime
+    high_water: int
+    # Highest revision that may be served: every revision at or below it is final.
+    bound: int
+    compacted_before: int
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "contract": cursor.CONTRACT,
+            "source_instance": self.instance,
+            "source_epoch": self.epoch,
+            "source_time": iso(self.source_time),
+            "high_water": cursor.encode(self.high_water),
+            "compacted_before": cursor.encode(self.compacted_before),
+        }
+
+
+class FeedService:
+    def __init__(self, db: Database, clock: Clock, instance_label: str) -> None:
+        self.db = db
+        self.clock = clock
+        self.instance_label = instance_label
+
+    # -- position ---------------------------------------------------------------
+
+    def _position(self, session: Session) -> Position:
+        state = source.read_state(session)
+        if self.db.sqlite:
+            source_time = self.clock.now()
+            bound = None
+        else:
+            source_time = session.execute(text("SELECT now()")).scalar_one()
+            bound = None
+            if state.mode == "xid":
+                xmin: int = session.execute(
+                    text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+                ).scalar_one()
+                bound = int(xmin) + state.xid_offset - 1
+        high_water = self._max_revision(session, bound)
+        cutoff = self.clock.now() - TOMBSTONE_HORIZON
+        compacted: int = session.execute(
+            select(func.coalesce(func.max(_T.revision).filter(_T.deleted_at < cutoff), 0))
+        ).scalar_one()
+        compacted_receipts: int = session.execute(
+            select(func.coalesce(func.max(_RT.revision).filter(_RT.deleted_at < cutoff), 0))
+        ).scalar_one()
+        return Position(
+            instance=self.instance_label,
+            epoch=source.epoch(session, state),
+            source_time=source_time,
+            high_water=high_water,
+            bound=high_water if bound is None else bound,
+            compacted_before=max(int(compacted), int(compacted_receipts)),
+        )
+
+    @staticmethod
+    def _max_revision(session: Session, bound: int | None) -> int:
+        best = 0
+        for table in REVISION_TABLES:
+            stmt = select(func.max(table.revision))
+            if bound is not None:
+                stmt = stmt.where(table.revision <= bound)
+            value: int | None = session.execute(stmt).scalar_one()
+            if value is not None and value > best:
+                best = int(value)
+        return best
+
+    def high_water_cursor(self) -> str:
+        with self.db.snapshot() as session:
+            return cursor.encode(self._position(session).high_water)
+
+    def position(self) -> dict[str, Any]:
+        with self.db.snapshot() as session:
+            return self._position(session).envelope()
+
+    # -- cursor pages -------------------------------------------------------------
+
+    def page(
+        self,
+        after: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        source_instance: str | None = None,
+        source_epoch: str | None = None,
+    ) -> dict[str, Any]:
+        with self.db.snapshot() as session:
+            pos = self._position(session)
+            try:
+                after_revision = cursor.decode(after)
+                self._check(pos, after, after_revision, source_instance, source_epoch)
+            except FeedError as exc:
+                exc.position = pos.envelope()
+                raise
+            changes, last = self._changes(session, after_revision, pos.bound, limit)
+            has_more = last < pos.bound and self._any_after(session, last, pos.bound)
+            return {
+                **pos.envelope(),
+                "next_cursor": cursor.encode(last) if changes else after,
+                "has_more": has_more,
+                "changes": changes,
+            }
+
+    def _check(
+        self,
+        pos: Position,
+        after: str,
+        after_revision: int,
+        source_instance: str | None,
+        source_epoch: str | None,
+    ) -> None:
+        hint = "take a new snapshot from GET /messages/feed/snapshot and follow from its cursor"
+        if source_instance is not None and source_instance != pos.instance:
+            raise ResnapshotConflict(
+                f"cursor belongs to source {source_instance!r}, this is {pos.instance!r}", hint=hint
+            )
+        if source_epoch is not None and source_epoch != pos.epoch:
+            raise ResnapshotConflict(
+                f"source epoch changed ({source_epoch!r} → {pos.epoch!r}): the database was "
+                "restored, failed over or switched revision mode",
+                hint=hint,
+            )
+        if after_revision > pos.high_water:
+            raise ResnapshotConflict(
+                f"cursor {after} is ahead of this source's high water "
+                f"{cursor.encode(pos.high_water)} (another instance or a restored source)",
+                hint=hint,
+            )
+        if after_revision < pos.compacted_before:
+            raise ResnapshotGone(
+                f"cursor {after} is older than the tombstone horizon "
+                f"({cursor.encode(pos.compacted_before)}); deletions before it are no longer served",
+                hint=hint,
+            )
+
+    def _changes(
+        self, session: Session, after: int, bound: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Changes in (after, cut], where `cut` is the revision of the `limit`-th
+        change: a page ends on a whole revision, so it may run past `limit`."""
+        revisions: list[int] = []
+        for table in REVISION_TABLES:
+            revisions.extend(
+                session.scalars(
+                    select(table.revision)
+                    .where(table.revision > after, table.revision <= bound)
+                    .order_by(table.revision)
+                    .limit(limit)
+                ).all()
+            )
+        if not revisions:
+            return [], after
+        revisions.sort()
+        cut = revisions[limit - 1] if len(revisions) >= limit else revisions[-1]
+
+        def rows(columns: Sequence[Any], table: Any, *order: Any) -> list[Row[Any]]:
+            stmt = (
+                select(*columns)
+                .where(table.revision > after, table.revision <= cut)
+                .order_by(table.revision, *order)
+            )
+            return list(session.execute(stmt).all())
+
+        grouped: dict[int, list[list[dict[str, Any]]]] = {}
+
+        def put(revision: int, slot: int, change: dict[str, Any]) -> None:
+            grouped.setdefault(revision, [[], [], [], []])[slot].append(change)
+
+        for row in rows(MESSAGE_COLUMNS, _M, _M.id):
+            key = str(row.id)
+            put(
+                row.revision, 0, _change(row.revision, "message", key, "upsert", message_state(row))
+            )
+        for row in rows(RECEIPT_COLUMNS, _R, _R.message_id, _R.agent):
+            key = f"{row.message_id}:{row.agent}"
+            put(
+                row.revision, 1, _change(row.revision, "receipt", key, "upsert", receipt_state(row))
+            )
+        for row in rows(RECEIPT_TOMBSTONE_COLUMNS, _RT, _RT.message_id, _RT.agent):
+            key = f"{row.message_id}:{row.agent}"
+            state = receipt_tombstone_state(row)
+            put(row.revision, 2, _change(row.revision, "receipt", key, "delete", state))
+        for row in rows(TOMBSTONE_COLUMNS, _T, _T.message_id):
+            key = str(row.message_id)
+            state = tombstone_state(row)
+            put(row.revision, 3, _change(row.revision, "tombstone", key, "delete", state))
+        changes = [c for rev in sorted(grouped) for slot in grouped[rev] for c in slot]
+        return changes, cut
+
+    @staticmethod
+    def _any_after(session: Session, revision: int, bound: int) -> bool:
+        for table in REVISION_TABLES:
+            hit = session.execute(
+                select(table.revision)
+                .where(table.revision > revision, table.revision <= bound)
+                .limit(1)
+            ).first()
+            if hit is not None:
+                return True
+        return False
+
+    # -- snapshot -------------------------------------------------------------------
+
+    def snapshot_stream(self) -> Iterator[bytes]:
+        """The whole image as JSON, streamed row by row from one consistent read.
+
+        Memory stays bounded whatever the inbox size; `count` and `content_hash`
+        come last because they are known only once every row has passed.
+        """
+        with self.db.snapshot() as session:
+            pos = self._position(session)
+            head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
+            yield json.dumps(head, separators=(",", ":"))[:-1].encode()
+            hasher = _SnapshotHasher()
+            count = 0
+            cutoff = self.clock.now() - TOMBSTONE_HORIZON
+            parts: list[tuple[str, Any, Any]] = [
+                ("messages", select(*MESSAGE_COLUMNS).order_by(_M.id), message_state),
+                (
+                    "receipts",
+                    select(*RECEIPT_COLUMNS).order_by(_R.message_id, self._c(session, _R.agent)),
+                    receipt_state,
+                ),
+                (
+                    "tombstones",
+                    select(*TOMBSTONE_COLUMNS)
+                    .where(_T.deleted_at >= cutoff)
+                    .order_by(_T.message_id),
+                    tombstone_state,
+                ),
+            ]
+            for name, stmt, shape in parts:
+                hasher.start(name)
+                yield f',"{name}":['.encode()
+                first = True
+                for chunk in session.execute(
+                    stmt.execution_options(yield_per=SNAPSHOT_BATCH)
+                ).partitions():
+                    out: list[str] = []
+                    for row in chunk:
+                        state = shape(row)
+                        hasher.add(state)
+                        out.append(json.dumps(state, separators=(",", ":"), ensure_ascii=False))
+                    if name == "messages":
+                        count += len(chunk)
+                    if out:
+                        yield (("" if first else ",") + ",".join(out)).encode()
+                        first = False
+                yield b"]"
+            receipt_tombstones = session.execute(
+                select(*RECEIPT_TOMBSTONE_COLUMNS)
+                .where(_RT.deleted_at >= cutoff)
+                .order_by(_RT.message_id, self._c(session, _RT.agent))
+            ).all()
+            tail = {
+                "receipt_tombstones": [receipt_tombstone_state(r) for r in receipt_tombstones],
+                "count": count,
+                "content_hash": hasher.finish(),
+            }
+            yield ("," + json.dumps(tail, separators=(",", ":"))[1:]).encode()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The snapshot as one object (tests and in-process callers)."""
+        result: dict[str, Any] = json.loads(b"".join(self.snapshot_stream()))
+        return result
+
+    @staticmethod
+    def _c(session: Session, column: Any) -> Any:
+        # Byte order on PostgreSQL too, so the hash order matches SQLite's.
+        if session.get_bind().dialect.name == "postgresql":
+            return column.collate("C")
+        return column
+
+
+def _change(revision: int, entity: str, key: str, op: str, state: dict[str, Any]) -> dict[str, Any]:
+    return {"revision": revision, "entity": entity, "key": key, "op": op, "state": state}

@@ -1,0 +1,152 @@
+"""Who this feed source is: its revision mode and its epoch.
+
+The epoch changes whenever the history behind the revisions may have changed
+under a consumer: on PostgreSQL it is derived from the cluster's system
+identifier, its timeline (a failover or point-in-time restore starts a new
+one) and the database's OID (a dump restored into a new database gets a new
+one) — never from rows a restore would bring back — plus a generation that a
+revision-mode switch bumps. A consumer holding another epoch gets 409 and
+re-snapshots.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from agenthub.statehub import revisions
+from agenthub.statehub.models import StateHubMeta
+from agenthub.statehub.revisions import RevisionMode
+from agenthub.statehub.store import Database
+
+MODE_KEY = "revision_mode"
+OFFSET_KEY = "xid_offset"
+GENERATION_KEY = "epoch_generation"
+SQLITE_TOKEN_KEY = "sqlite_epoch_token"
+
+
+@dataclass(frozen=True)
+class SourceState:
+    mode: RevisionMode
+    xid_offset: int
+    generation: int
+
+
+def read_state(session: Session) -> SourceState:
+    result = session.execute(
+        text("SELECT key, value FROM statehub_meta WHERE key IN (:m, :o, :g)"),
+        {"m": MODE_KEY, "o": OFFSET_KEY, "g": GENERATION_KEY},
+    )
+    rows: dict[str, str] = {str(key): str(value) for key, value in result}
+    mode = rows.get(MODE_KEY, "lock")
+    return SourceState(
+        mode="xid" if mode == "xid" else "lock",
+        xid_offset=int(rows.get(OFFSET_KEY, "0")),
+        generation=int(rows.get(GENERATION_KEY, "0")),
+    )
+
+
+def epoch(session: Session, state: SourceState) -> str:
+    if session.get_bind().dialect.name == "postgresql":
+        row = session.execute(
+            text(
+                "SELECT (SELECT system_identifier FROM pg_control_system()),"
+                " (SELECT timeline_id FROM pg_control_checkpoint()),"
+                " (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+        ).one()
+        return f"pg-{row[0]}-{row[1]}-{row[2]}-{state.mode}{state.generation}"
+    token = session.get(StateHubMeta, SQLITE_TOKEN_KEY)
+    return f"sqlite-{token.value if token else 'unset'}-{state.mode}{state.generation}"
+
+
+def _set(session: Session, key: str, value: str) -> None:
+    row = session.get(StateHubMeta, key)
+    if row is None:
+        session.add(StateHubMeta(key=key, value=value))
+    else:
+        row.value = value
+
+
+def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0) -> SourceState:
+    """Install `mode` in the database at startup; a switch bumps the epoch generation.
+
+    Switching keeps revisions monotonic (the `xid` offset starts above every
+    revision drawn so far; the sequence jumps above every `xid` revision) and then
+    waits until every transaction that began under the old mode has ended, so no
+    late commit can land below a watermark already served.
+    """
+    if db.sqlite:
+        if mode != "lock":
+            raise ValueError(
+                "STATEHUB_REVISION_MODE=xid needs PostgreSQL; SQLite has one writer and uses 'lock'"
+            )
+        with db.write() as session:
+            if session.get(StateHubMeta, SQLITE_TOKEN_KEY) is None:
+                session.add(StateHubMeta(key=SQLITE_TOKEN_KEY, value=secrets.token_hex(8)))
+            return read_state(session)
+
+    with db.write() as session:
+        session.execute(text(f"SELECT pg_advisory_xact_lock({revisions.ADVISORY_LOCK_KEY})"))
+        current = read_state(session)
+        if current.mode == mode:
+            if mode == "xid":
+                session.execute(text(revisions.pg_revision_function_xid(current.xid_offset)))
+            return current
+        max_revision = int(
+            session.execute(
+                text(
+                    "SELECT GREATEST("
+                    " (SELECT max(revision) FROM agent_messages),"
+                    " (SELECT max(revision) FROM message_receipts),"
+                    " (SELECT max(revision) FROM message_tombstones),"
+                    " (SELECT max(revision) FROM receipt_tombstones),"
+                    " (SELECT last_value FROM inbox_revision_seq), 0)"
+                )
+            ).scalar_one()
+        )
+        switch_xid = int(
+            session.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar_one()
+        )
+        offset = current.xid_offset
+        if mode == "xid":
+            oldest = int(
+                session.execute(
+                    text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+                ).scalar_one()
+            )
+            offset = max(0, max_revision + 1 - oldest)
+            session.execute(text(revisions.pg_revision_function_xid(offset)))
+        else:
+            session.execute(text(revisions.PG_REVISION_FUNCTION_LOCK))
+            floor = max(max_revision, switch_xid + current.xid_offset) + 1
+            session.execute(text("SELECT setval('inbox_revision_seq', :v)"), {"v": floor})
+        new_state = SourceState(mode=mode, xid_offset=offset, generation=current.generation + 1)
+        _set(session, MODE_KEY, mode)
+        _set(session, OFFSET_KEY, str(offset))
+        _set(session, GENERATION_KEY, str(new_state.generation))
+    _wait_for_older_transactions(db, switch_xid, barrier_timeout_s)
+    return new_state
+
+
+def _wait_for_older_transactions(db: Database, xid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with db.read() as session:
+            xmin = int(
+                session.execute(
+                    text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+                ).scalar_one()
+            )
+        if xmin > xid:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                "revision-mode switch: transactions older than the switch are still open; "
+                "end them (pg_stat_activity) and start State Hub again"
+            )
+        time.sleep(0.05)
