@@ -85,12 +85,10 @@ def _empty_statehub_pg(url: str) -> None:
         with engine.begin() as conn:
             conn.execute(
                 text(
-                    "TRUNCATE message_receipts, agent_messages, message_identity_aliases, "
-                    "statehub_meta CASCADE"
+                    "TRUNCATE message_receipts, agent_messages, message_tombstones, "
+                    "receipt_tombstones, message_identity_aliases, statehub_meta CASCADE"
                 )
             )
-            for table in ("agent_messages", "message_receipts"):
-                conn.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS revision"))
     finally:
         engine.dispose()
 

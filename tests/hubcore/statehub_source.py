@@ -1,26 +1,11 @@
-"""A real State Hub as the capture source: a realistic inbox written through its HTTP API,
-and a small real HTTP server serving that database as `GET /messages/feed/snapshot`.
-
-The snapshot route is being added to State Hub on `main` at the time of writing;
-until it lands, `feed_snapshot_app` serves the contract's exact shape (§2, §8)
-from a real State Hub database so `capture --from-statehub` is exercised over HTTP.
-"""
+"""A real State Hub as the capture source: a realistic inbox written through its HTTP API."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol
 
-from fastapi import FastAPI
-from sqlalchemy import select, text
-
 from agenthub.clock import FrozenClock
-from agenthub.db import make_engine
-from agenthub.statehub.instance import stored_instance_label
-from agenthub.statehub.models import AgentMessage, MessageReceipt
-from agenthub.statehub.store import Database
 
 READER = "state-hub"
 
@@ -118,79 +103,3 @@ def populate(client: HttpClient, clock: FrozenClock) -> dict[str, str]:
             from_agent="alice" if n % 2 else "dave", to_agent=READER, subject=f"bulk {n}", body="x"
         )
     return ids
-
-
-def _ts(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
-
-
-def feed_snapshot(url: str, *, now: datetime) -> dict[str, Any]:
-    """The contract's snapshot of a State Hub database, read in one consistent transaction."""
-    engine = make_engine(url)
-    try:
-        db = Database(engine)
-        instance = stored_instance_label(db)
-        with db.read() as session:
-            if engine.dialect.name == "postgresql":
-                session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-            messages = [
-                {
-                    "id": str(m.id),
-                    "from_agent": m.from_agent,
-                    "to_agent": m.to_agent,
-                    "subject": m.subject,
-                    "body": m.body,
-                    "thread_id": None if m.thread_id is None else str(m.thread_id),
-                    "read_at": _ts(m.read_at),
-                    "archived_at": _ts(m.archived_at),
-                    "kind": m.kind,
-                    "expires_at": _ts(m.expires_at),
-                    "supersedes_id": None if m.supersedes_id is None else str(m.supersedes_id),
-                    "created_at": _ts(m.created_at),
-                    "revision": 0,
-                }
-                for m in session.scalars(select(AgentMessage).order_by(AgentMessage.id))
-            ]
-            receipts = [
-                {
-                    "message_id": str(r.message_id),
-                    "agent": r.agent,
-                    "delivered_at": _ts(r.delivered_at),
-                    "read_at": _ts(r.read_at),
-                    "acknowledged_at": _ts(r.acknowledged_at),
-                    "revision": 0,
-                }
-                for r in session.scalars(
-                    select(MessageReceipt).order_by(MessageReceipt.message_id, MessageReceipt.agent)
-                )
-            ]
-    finally:
-        engine.dispose()
-    body = {"messages": messages, "receipts": receipts, "tombstones": []}
-    digest = hashlib.sha256(
-        json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
-    return {
-        "contract": "statehub.inbox-feed.v1",
-        "source_instance": instance,
-        "source_epoch": "epoch-1",
-        "source_time": _ts(now),
-        "cursor": "v1:0",
-        "compacted_before": "v1:0",
-        **body,
-        "count": len(messages),
-        "content_hash": digest,
-    }
-
-
-def feed_snapshot_app(url: str, clock: FrozenClock, *, contract: str | None = None) -> FastAPI:
-    app = FastAPI()
-
-    @app.get("/messages/feed/snapshot")
-    def snapshot() -> dict[str, Any]:
-        body = feed_snapshot(url, now=clock.now())
-        if contract is not None:
-            body["contract"] = contract
-        return body
-
-    return app

@@ -17,7 +17,7 @@ from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
 from tests.hubcore.servers import serving
-from tests.hubcore.statehub_source import READER, feed_snapshot_app, populate
+from tests.hubcore.statehub_source import READER, populate
 
 PATH = "/ports/projections/statehub-inbox"
 TOKEN = "e2e-operator-token"
@@ -59,8 +59,7 @@ def test_captured_inbox_reads_the_same_through_hub_core(
     with serving(statehub) as statehub_base, httpx.Client(base_url=statehub_base) as source:
         ids = populate(source, clock)
         run(["hubcore", "capture", "--source-db", statehub_url, "--out", str(db_bundle)])
-        with serving(feed_snapshot_app(statehub_url, clock)) as feed_base:
-            run(["hubcore", "capture", "--from-statehub", feed_base, "--out", str(feed_bundle)])
+        run(["hubcore", "capture", "--from-statehub", statehub_base, "--out", str(feed_bundle)])
         clock.advance((datetime.now(UTC) - clock.now()).total_seconds())
         # The oracle: State Hub's own answers over the same frozen rows.
         oracle = [
