@@ -90,6 +90,13 @@ def test_the_server_refuses_to_enable_reads_without_a_token(hubcore_url: str) ->
         create_app(settings(hubcore_url, operator_token=""))
 
 
+def test_the_server_refuses_to_serve_the_broadcast_address_as_an_inbox(hubcore_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="name one agent"):
+        create_app(settings(hubcore_url, inbox_agent="*"))
+    with pytest.raises(ConfigurationError, match="name one agent"):
+        create_app(settings(hubcore_url, inbox_agent=None))
+
+
 def test_another_agents_inbox_is_403(client: TestClient) -> None:
     response = client.get(PATH, params={"to_agent": "alice"}, headers=AUTH)
     assert response.status_code == 403

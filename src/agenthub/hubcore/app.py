@@ -32,10 +32,10 @@ def check_settings(settings: HubCoreSettings) -> None:
             "HUB_CORE_STATEHUB_INBOX_READS=1 but HUB_CORE_OPERATOR_TOKEN is not set",
             hint="configure the operator bearer token, or leave the pilot off",
         )
-    if not settings.inbox_agent:
+    if not settings.inbox_agent or settings.inbox_agent == "*":
         raise ConfigurationError(
-            "HUB_CORE_STATEHUB_INBOX_READS=1 but HUB_CORE_STATEHUB_INBOX_AGENT is not set",
-            hint="name the one agent whose inbox the pilot serves, e.g. state-hub",
+            "HUB_CORE_STATEHUB_INBOX_READS=1 needs HUB_CORE_STATEHUB_INBOX_AGENT to name one agent",
+            hint="name the one agent whose inbox the pilot serves, e.g. state-hub (not '*')",
         )
 
 

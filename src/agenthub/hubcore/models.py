@@ -53,7 +53,8 @@ class ProjectedMessage(Base):
     source_revision: Mapped[int] = mapped_column(BigInteger)
 
     __table_args__ = (
-        Index("ix_projected_messages_to_agent_created_at", "to_agent", "created_at"),
+        # Newest-first inbox reads walk this index and stop at `limit` instead of sorting.
+        Index("ix_projected_messages_to_agent_created_at", "to_agent", "created_at", "id"),
         Index("ix_projected_messages_from_agent_created_at", "from_agent", "created_at"),
         Index("ix_projected_messages_thread_id", "thread_id"),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -9,7 +11,6 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    and_,
     exists,
     func,
     insert,
@@ -214,31 +215,37 @@ def inbox_page(
     now: datetime,
     limit: int,
 ) -> list[ProjectedMessage]:
-    """`reader`'s inbox as State Hub lists it: direct and broadcast, live, newest first."""
+    """`reader`'s inbox as State Hub lists it: direct and broadcast, live, newest first.
+
+    Direct and broadcast rows are read as two index-ordered scans of
+    (to_agent, created_at, id), each stopping at `limit`, and merged here; one
+    query with `to_agent IN (…)` makes the planner sort the whole inbox instead.
+    The caller's transaction must be one snapshot (see `Database.read_only`).
+    """
     conditions: list[ColumnElement[bool]] = [
-        or_(ProjectedMessage.to_agent == reader, ProjectedMessage.to_agent == BROADCAST),
         ProjectedMessage.archived_at.is_(None),
         or_(ProjectedMessage.expires_at.is_(None), ProjectedMessage.expires_at > now),
     ]
     if from_agent is not None:
         conditions.append(ProjectedMessage.from_agent == from_agent)
+    direct = [ProjectedMessage.to_agent == reader, *conditions]
+    broadcast = [ProjectedMessage.to_agent == BROADCAST, *conditions]
     if unread_only:
+        direct.append(ProjectedMessage.read_at.is_(None))
         # A broadcast has no single read_at: it is read when *this reader's* receipt says so.
-        read_receipt = exists().where(
-            ProjectedReceipt.message_id == ProjectedMessage.id,
-            ProjectedReceipt.agent == reader,
-            ProjectedReceipt.read_at.is_not(None),
-        )
-        conditions.append(
-            or_(
-                and_(ProjectedMessage.to_agent != BROADCAST, ProjectedMessage.read_at.is_(None)),
-                and_(ProjectedMessage.to_agent == BROADCAST, not_(read_receipt)),
+        broadcast.append(
+            not_(
+                exists().where(
+                    ProjectedReceipt.message_id == ProjectedMessage.id,
+                    ProjectedReceipt.agent == reader,
+                    ProjectedReceipt.read_at.is_not(None),
+                )
             )
         )
-    stmt = (
-        select(ProjectedMessage)
-        .where(and_(*conditions))
-        .order_by(ProjectedMessage.created_at.desc(), ProjectedMessage.id.desc())
-        .limit(limit)
-    )
-    return list(session.scalars(stmt))
+    newest_first = (ProjectedMessage.created_at.desc(), ProjectedMessage.id.desc())
+    scans = [
+        session.scalars(select(ProjectedMessage).where(*where).order_by(*newest_first).limit(limit))
+        for where in (direct, broadcast)
+    ]
+    merged = heapq.merge(*scans, key=lambda m: (m.created_at, m.id), reverse=True)
+    return list(itertools.islice(merged, limit))

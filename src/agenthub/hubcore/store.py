@@ -16,7 +16,8 @@ class Database:
 
     `write()` takes SQLite's write lock up front (BEGIN IMMEDIATE) so two
     importers serialize; `read_only()` is a transaction the database itself
-    refuses to write in (`SET TRANSACTION READ ONLY`, or SQLite's query_only).
+    refuses to write in and that sees one snapshot (`REPEATABLE READ, READ ONLY`,
+    or SQLite's query_only inside a WAL read transaction).
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -39,7 +40,10 @@ class Database:
                     if self.sqlite:
                         session.execute(text("PRAGMA query_only = ON"))
                     else:
-                        session.execute(text("SET TRANSACTION READ ONLY"))
+                        # One snapshot for every statement of the read, like SQLite's WAL read.
+                        session.execute(
+                            text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        )
                     yield session
             finally:
                 if self.sqlite:

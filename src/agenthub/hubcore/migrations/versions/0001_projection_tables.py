@@ -46,7 +46,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_projected_messages_to_agent_created_at",
         "projected_messages",
-        ["to_agent", "created_at"],
+        ["to_agent", "created_at", "id"],
     )
     op.create_index(
         "ix_projected_messages_from_agent_created_at",
