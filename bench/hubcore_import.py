@@ -40,9 +40,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine, normalize_url  # noqa: E402
-from agenthub.hubcore import import_snapshot, migrate  # noqa: E402
+from agenthub.hubcore import migrate  # noqa: E402
 from agenthub.hubcore.bundlefile import read_bundle, write_bundle  # noqa: E402
 from agenthub.hubcore.capture import capture_from_database  # noqa: E402
+from agenthub.hubcore.snapshot import import_into  # noqa: E402
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
 from agenthub.statehub.models import AgentMessage, MessageReceipt  # noqa: E402
@@ -127,8 +128,7 @@ def phase_import(target: str, bundle_file: str, expected: str) -> dict[str, Any]
     migrate.upgrade(engine)
     t0 = time.perf_counter()
     bundle = read_bundle(Path(bundle_file))
-    with Database(engine).write() as session:
-        result = import_snapshot(session, bundle, expected_hash=expected, apply=True)
+    result = import_into(Database(engine), bundle, expected_hash=expected, apply=True)
     seconds = time.perf_counter() - t0
     engine.dispose()
     return {"seconds": seconds, "rss_mb": peak_rss_mb(), "outcome": result.outcome}

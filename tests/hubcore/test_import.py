@@ -14,7 +14,7 @@ from agenthub.db import make_engine
 from agenthub.hubcore import import_snapshot, snapshot_hash
 from agenthub.hubcore import repository as repo
 from agenthub.hubcore.errors import SnapshotRejected
-from agenthub.hubcore.snapshot import receiver_hashes
+from agenthub.hubcore.snapshot import import_into, receiver_hashes
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, receipt, rehash, ts, uid
 from tests.hubcore.conftest import empty_hubcore_pg
@@ -277,3 +277,28 @@ def test_apply_locks_the_projection_on_postgresql(_pg_hubcore_url: str) -> None:
     finally:
         engine.dispose()
         empty_hubcore_pg(_pg_hubcore_url)
+
+
+def test_a_committed_import_leaves_the_planner_fresh_statistics(hubcore_db: Database) -> None:
+    b = inbox_bundle()
+    assert import_into(hubcore_db, b, expected_hash=b["content_hash"], apply=True).outcome == (
+        "imported"
+    )
+    with hubcore_db.read_only() as session:
+        if hubcore_db.sqlite:
+            analyzed = session.execute(
+                text("SELECT stat FROM sqlite_stat1 WHERE tbl = 'projected_messages'")
+            ).first()
+            assert analyzed is not None
+        else:
+            tuples = session.execute(
+                text("SELECT reltuples FROM pg_class WHERE relname = 'projected_messages'")
+            ).scalar_one()
+            assert tuples == 6
+
+
+def test_import_into_without_apply_only_validates(hubcore_db: Database) -> None:
+    b = inbox_bundle()
+    result = import_into(hubcore_db, b, expected_hash=b["content_hash"], apply=False)
+    assert result.outcome == "valid"
+    assert set(counts(hubcore_db).values()) == {0}

@@ -111,7 +111,7 @@ def import_(
 ) -> None:
     """Validate a bundle against HUBCORE_DATABASE_URL; with --apply import it in one transaction."""
     from agenthub.hubcore.bundlefile import read_bundle
-    from agenthub.hubcore.snapshot import import_snapshot
+    from agenthub.hubcore.snapshot import import_into
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()
@@ -120,13 +120,12 @@ def import_(
         migrations.upgrade(engine)
         db = Database(engine)
         bundle = read_bundle(bundle_file)
-        total = len(bundle.get("messages", [])) + len(bundle.get("receipts", []))
+        rows = [bundle.get(k) for k in ("messages", "receipts")] if isinstance(bundle, dict) else []
+        total = sum(len(r) for r in rows if isinstance(r, list)) if apply else None
         with _progress("importing rows" if apply else "validating", total) as advance:
-            unit = db.write() if apply else db.read_only()
-            with unit as session:
-                result = import_snapshot(
-                    session, bundle, expected_hash=expected_hash, apply=apply, progress=advance
-                )
+            result = import_into(
+                db, bundle, expected_hash=expected_hash, apply=apply, progress=advance
+            )
     except HubCoreError as exc:
         _fail(exc)
     finally:

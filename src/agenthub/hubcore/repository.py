@@ -55,6 +55,20 @@ def lock_projection(session: Session) -> None:
         session.execute(text(f"LOCK TABLE {', '.join(PROJECTION_TABLES)} IN EXCLUSIVE MODE"))
 
 
+def refresh_statistics(session: Session) -> None:
+    """Give the planner fresh statistics after a bulk import.
+
+    Without them PostgreSQL guesses a handful of rows and bitmap-scans and sorts
+    the whole inbox (about 40 ms at 100k messages instead of about 3 ms).
+    """
+    tables = ("projected_messages", "projected_receipts")
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"ANALYZE {', '.join(tables)}"))
+    else:
+        for table in tables:
+            session.execute(text(f"ANALYZE {table}"))
+
+
 def row_counts(session: Session) -> dict[str, int]:
     models = (ProjectedMessage, ProjectedReceipt, ProjectedTombstone, SourceCursor)
     return {

@@ -41,6 +41,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.models import SourceCursor
+from agenthub.hubcore.store import Database
 
 SCHEMA = "hub-core.statehub-inbox-snapshot.v1"
 CURSOR_PATTERN = re.compile(r"^v1:(\d+)$")
@@ -423,11 +424,42 @@ def import_snapshot(
 __all__ = [
     "SCHEMA",
     "ImportResult",
+    "import_into",
     "import_snapshot",
     "receiver_hashes",
     "snapshot_hash",
     "validate_bundle",
 ]
+
+
+def import_into(
+    db: Database,
+    bundle: Any,
+    *,
+    expected_hash: str,
+    apply: bool,
+    clock: Clock | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """`import_snapshot` in a transaction of its own: what the CLI runs.
+
+    Validation runs read-only; an apply commits only if every rule passed, and
+    then refreshes the planner's statistics in a second transaction.
+    """
+    unit = db.write() if apply else db.read_only()
+    with unit as session:
+        result = import_snapshot(
+            session,
+            bundle,
+            expected_hash=expected_hash,
+            apply=apply,
+            clock=clock,
+            progress=progress,
+        )
+    if result.outcome == "imported":
+        with db.write() as session:
+            repo.refresh_statistics(session)
+    return result
 
 
 def receiver_hashes(session: Session) -> dict[str, str]:
