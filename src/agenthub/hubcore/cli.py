@@ -211,11 +211,14 @@ def pilot_check(
     table.add_column("check")
     table.add_column("result")
     table.add_column("detail")
+    verdicts = {True: "[green]pass[/green]", False: "[red]FAIL[/red]", None: "[yellow]n/a[/yellow]"}
     for r in results:
-        table.add_row(r.name, "[green]pass[/green]" if r.passed else "[red]FAIL[/red]", r.detail)
+        table.add_row(r.name, verdicts[r.passed], r.detail)
     Console().print(table)
-    failed = sum(1 for r in results if not r.passed)
-    typer.echo(f"{len(results) - failed} passed, {failed} failed")
+    failed = sum(1 for r in results if r.passed is False)
+    unproven = sum(1 for r in results if r.passed is None)
+    passed = len(results) - failed - unproven
+    typer.echo(f"{passed} passed, {failed} failed, {unproven} not provable from this snapshot")
     if failed:
         raise typer.Exit(1)
 

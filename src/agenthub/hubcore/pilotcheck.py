@@ -27,8 +27,10 @@ WRITE_METHODS = ("POST", "PATCH", "DELETE")
 
 @dataclass(frozen=True)
 class CheckResult:
+    """`passed` is None when the snapshot holds nothing that could prove the check."""
+
     name: str
-    passed: bool
+    passed: bool | None
     detail: str
 
 
@@ -185,7 +187,7 @@ class PilotCheck:
         missing = want - got
         return CheckResult(
             "broadcast inclusion",
-            bool(want) and not missing,
+            not missing if want else None,
             f"{len(want)} live broadcasts, {len(missing)} missing"
             + ("" if want else " (the snapshot has none to prove inclusion)"),
         )
@@ -199,7 +201,7 @@ class PilotCheck:
         leaked = archived & {m["id"] for m in seen}
         return CheckResult(
             "archive exclusion",
-            bool(archived) and not leaked,
+            not leaked if archived else None,
             f"{len(archived)} archived in this inbox, {len(leaked)} served"
             + ("" if archived else " (the snapshot has none to prove exclusion)"),
         )

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from agenthub.hubcore.auth import OperatorToken
+from agenthub.hubcore.canonical import canonical_timestamp
 from agenthub.hubcore.errors import MethodNotAllowed, ReadsDisabled
 from agenthub.hubcore.projection import DEFAULT_LIMIT, MAX_LIMIT, InboxProjection, InboxQuery
 from agenthub.hubcore.schemas import MessageRead
@@ -58,7 +59,9 @@ def statehub_inbox(
     if fresh.source_instance is not None:
         response.headers["X-Hub-Core-Source-Instance"] = fresh.source_instance
     if fresh.source_time is not None:
-        response.headers["X-Hub-Core-Source-Time"] = fresh.source_time.isoformat()
+        response.headers["X-Hub-Core-Source-Time"] = canonical_timestamp(
+            fresh.source_time, "source_time"
+        )
     if fresh.lag_seconds is not None:
         response.headers["X-Hub-Core-Lag-Seconds"] = f"{fresh.lag_seconds:.3f}"
     return [MessageRead.model_validate(m) for m in page.messages]
