@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -302,3 +303,26 @@ def test_import_into_without_apply_only_validates(hubcore_db: Database) -> None:
     result = import_into(hubcore_db, b, expected_hash=b["content_hash"], apply=False)
     assert result.outcome == "valid"
     assert set(counts(hubcore_db).values()) == {0}
+
+
+def test_two_concurrent_imports_never_both_see_an_empty_receiver(hubcore_db: Database) -> None:
+    b = inbox_bundle()
+    outcomes: list[str] = []
+    errors: list[BaseException] = []
+
+    def second_importer() -> None:
+        try:
+            outcomes.append(apply(hubcore_db, copy.deepcopy(b)).outcome)
+        except BaseException as exc:
+            errors.append(exc)
+
+    with hubcore_db.write() as session:
+        first = import_snapshot(session, b, expected_hash=b["content_hash"], apply=True)
+        racer = threading.Thread(target=second_importer)
+        racer.start()
+        racer.join(timeout=0.5)
+        # The second importer waits for the first transaction instead of inspecting.
+        assert racer.is_alive()
+    racer.join(timeout=30)
+    assert first.outcome == "imported"
+    assert errors == [] and outcomes == ["unchanged"]
