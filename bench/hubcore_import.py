@@ -5,6 +5,8 @@ direct, broadcast, replies, archived, with broadcast receipts), then measures,
 each phase in its own process so peak RSS is that phase's alone:
 
   capture   `capture --source-db` into a bundle file (seconds, peak RSS)
+  feed cap  `capture --from-statehub` against `statehub serve` (seconds, peak RSS
+            of the capturing process; its content hash must equal the above)
   import    `import --apply` into an empty hub-core (seconds, peak RSS)
   reads     GET /ports/projections/statehub-inbox against `hubcore serve`
             (p50/p99 over the pilot's cases at N rows)
@@ -42,7 +44,7 @@ from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine, normalize_url  # noqa: E402
 from agenthub.hubcore import migrate  # noqa: E402
 from agenthub.hubcore.bundlefile import read_bundle, write_bundle  # noqa: E402
-from agenthub.hubcore.capture import capture_from_database  # noqa: E402
+from agenthub.hubcore.capture import capture_from_database, capture_from_statehub  # noqa: E402
 from agenthub.hubcore.snapshot import import_into  # noqa: E402
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
@@ -123,6 +125,50 @@ def phase_capture(source: str, out: str) -> dict[str, Any]:
     }
 
 
+def phase_capture_feed(base_url: str, out: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    bundle = capture_from_statehub(base_url, clock=SystemClock(), captured_by="bench")
+    write_bundle(bundle, Path(out))
+    return {
+        "seconds": time.perf_counter() - t0,
+        "rss_mb": peak_rss_mb(),
+        "hash": bundle["content_hash"],
+    }
+
+
+def start_server(args: list[str], env: dict[str, str], probe: str) -> subprocess.Popen[bytes]:
+    """Run an `agenthub` server in its own process and wait until `probe` answers."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agenthub.cli", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(probe, timeout=2)
+            return server
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.terminate()
+    raise RuntimeError(f"server {args} did not come up")
+
+
+def capture_via_feed(source: str, out: str) -> dict[str, Any]:
+    port = free_port()
+    server = start_server(
+        ["statehub", "serve", "--port", str(port)],
+        {"STATEHUB_DATABASE_URL": source},
+        f"http://127.0.0.1:{port}/state/health",
+    )
+    try:
+        return run_phase("capture-feed", f"http://127.0.0.1:{port}", out)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def phase_import(target: str, bundle_file: str, expected: str) -> dict[str, Any]:
     engine = make_engine(target)
     migrate.upgrade(engine)
@@ -152,18 +198,13 @@ def free_port() -> int:
 def measure_reads(target: str, count: int) -> dict[str, float]:
     port = free_port()
     env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT / "src"),
         "HUBCORE_DATABASE_URL": target,
         "HUB_CORE_STATEHUB_INBOX_READS": "1",
         "HUB_CORE_OPERATOR_TOKEN": TOKEN,
         "HUB_CORE_STATEHUB_INBOX_AGENT": READER,
     }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "agenthub.cli", "hubcore", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    server = start_server(
+        ["hubcore", "serve", "--port", str(port)], env, f"http://127.0.0.1:{port}/docs"
     )
     cases: list[dict[str, Any]] = [
         {},
@@ -177,16 +218,6 @@ def measure_reads(target: str, count: int) -> dict[str, float]:
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             headers = {"Authorization": f"Bearer {TOKEN}"}
-            for _ in range(200):
-                try:
-                    client.get(
-                        "/ports/projections/statehub-inbox",
-                        params={"to_agent": READER},
-                        headers=headers,
-                    )
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.1)
             for i in range(30):  # warm-up: first queries pay for plan and pool setup
                 client.get(
                     "/ports/projections/statehub-inbox",
@@ -241,6 +272,8 @@ def bench(kind: str, n: int, reads: int, pg: str | None, workdir: Path) -> dict[
         seeded = time.perf_counter() - t0
         bundle_file = str(workdir / f"{kind}-bundle.json")
         captured = run_phase("capture", source, bundle_file)
+        via_feed = capture_via_feed(source, str(workdir / f"{kind}-feed-bundle.json"))
+        assert via_feed["hash"] == captured["hash"], "feed and database captures disagree"
         imported = run_phase("import", target, bundle_file, captured["hash"])
         latency = measure_reads(target, reads)
         size_mb = Path(bundle_file).stat().st_size / 1e6
@@ -253,6 +286,7 @@ def bench(kind: str, n: int, reads: int, pg: str | None, workdir: Path) -> dict[
         "kind": kind,
         "seed_s": seeded,
         "capture": captured,
+        "feed": via_feed,
         "import": imported,
         "bundle_mb": size_mb,
         **latency,
@@ -268,20 +302,27 @@ def main() -> None:
     args = parser.parse_args()
     if args.phase:
         name, *rest = args.phase
-        result = phase_capture(*rest) if name == "capture" else phase_import(*rest)
+        phases = {
+            "capture": phase_capture,
+            "capture-feed": phase_capture_feed,
+            "import": phase_import,
+        }
+        result = phases[name](*rest)
         print(json.dumps(result))
         return
     kinds = ["sqlite"] + (["pg"] if args.pg else [])
     print(f"hub-core pilot benchmark: {args.messages} messages, {args.reads} reads per database")
     print(
-        f"{'db':7} {'capture s':>9} {'cap RSS MB':>10} {'import s':>9} {'imp RSS MB':>10} "
-        f"{'bundle MB':>9} {'read p50 ms':>11} {'read p99 ms':>11}"
+        f"{'db':7} {'capture s':>9} {'cap RSS MB':>10} {'feed cap s':>10} {'feed RSS MB':>11} "
+        f"{'import s':>9} {'imp RSS MB':>10} {'bundle MB':>9} {'read p50 ms':>11} "
+        f"{'read p99 ms':>11}"
     )
     with tempfile.TemporaryDirectory(prefix="hubcore-bench-") as tmp:
         for kind in kinds:
             r = bench(kind, args.messages, args.reads, args.pg, Path(tmp))
             print(
                 f"{kind:7} {r['capture']['seconds']:9.2f} {r['capture']['rss_mb']:10.0f} "
+                f"{r['feed']['seconds']:10.2f} {r['feed']['rss_mb']:11.0f} "
                 f"{r['import']['seconds']:9.2f} {r['import']['rss_mb']:10.0f} "
                 f"{r['bundle_mb']:9.1f} {r['p50_ms']:11.2f} {r['p99_ms']:11.2f}",
                 flush=True,
