@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,8 +16,30 @@ from agenthub.statehub.api import errors, feed, health, messages
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.instance import stored_instance_label
+from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
+from agenthub.statehub.snapshot import PagedSnapshots
 from agenthub.statehub.store import Database
+from agenthub.statehub.wake import FeedWake, listen, poll
+
+
+async def _wake_source(
+    settings: StateHubSettings, db: Database, feed_service: FeedService, wake: FeedWake
+) -> None:
+    """LISTEN on PostgreSQL in `lock` mode, a watermark poll otherwise (see `wake`)."""
+    if not db.sqlite and settings.revision_mode == "lock":
+        dsn = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        await listen(dsn, WAKE_CHANNEL, wake)
+    else:
+        interval = settings.wake_poll_interval_s
+        await poll(feed_service.servable_high_water, wake, interval)
+
+
+async def _reap(paged: PagedSnapshots) -> None:
+    """Release pinned snapshot images nobody has paged for a while."""
+    while True:
+        await asyncio.sleep(5)
+        await asyncio.to_thread(paged.reap)
 
 
 def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> FastAPI:
@@ -24,6 +48,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(settings.database_url)
+        tasks: list[asyncio.Task[None]] = []
         try:
             if settings.auto_migrate:
                 migrate.upgrade(engine)
@@ -32,9 +57,24 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.instance_label = settings.instance_label or stored_instance_label(db)
             source.prepare(db, settings.revision_mode)
             app.state.feed = FeedService(db, clock, app.state.instance_label)
+            # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
+            app.state.feed.check_restore()
+            app.state.paged_snapshots = PagedSnapshots(app.state.feed)
             app.state.inbox = InboxService(db, clock, news_ttl_days=settings.news_ttl_days)
+            wake = FeedWake()
+            wake.bind(asyncio.get_running_loop())
+            db.after_commit.append(wake.bump_threadsafe)
+            app.state.wake = wake
+            tasks.append(asyncio.create_task(_wake_source(settings, db, app.state.feed, wake)))
+            tasks.append(asyncio.create_task(_reap(app.state.paged_snapshots)))
             yield
         finally:
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if hasattr(app.state, "paged_snapshots"):
+                app.state.paged_snapshots.close_all()
             engine.dispose()
 
     app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)

@@ -7,12 +7,14 @@ the watermark of the revision mode: the highest visible revision under `lock`
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Row, func, select, text
@@ -28,11 +30,13 @@ from agenthub.statehub.models import (
     ReceiptTombstone,
 )
 from agenthub.statehub.store import Database
+from agenthub.statehub.wake import FeedWake
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 5000
+# Below common proxy idle timeouts (60 s), so a parked request is never cut.
+MAX_WAIT_S = 55.0
 TOMBSTONE_HORIZON = timedelta(days=90)
-SNAPSHOT_BATCH = 2000
 
 _M = AgentMessage.__table__.c
 _R = MessageReceipt.__table__.c
@@ -59,7 +63,9 @@ def iso(value: datetime | None) -> str | None:
     """Canonical timestamp text: UTC, microseconds, `Z`."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _uuid(value: uuid.UUID | None) -> str | None:
@@ -188,22 +194,49 @@ class FeedService:
         self.db = db
         self.clock = clock
         self.instance_label = instance_label
+        database = db.engine.url.database
+        self.served: source.ServedHighWater | None = None
+        if db.sqlite and database and database != ":memory:":
+            self.served = source.ServedHighWater(Path(database + ".served"))
+
+    def check_restore(self) -> None:
+        """SQLite: rotate the epoch if the file was restored below what we served."""
+        if self.served is None:
+            return
+        with self.db.read() as session:
+            token = source.sqlite_token(session)
+            high_water = self._max_revision(session, None)
+        if self.served.restored(token, high_water):
+            source.rotate_sqlite_token(self.db)
+
+    def _served(self, session: Session, pos: Position) -> None:
+        if self.served is not None:
+            self.served.record(source.sqlite_token(session), pos.high_water)
 
     # -- position ---------------------------------------------------------------
+
+    @staticmethod
+    def _bound(session: Session, state: source.SourceState) -> int | None:
+        """The highest revision that is final, when the mode needs one (`xid`)."""
+        if state.mode != "xid" or session.get_bind().dialect.name != "postgresql":
+            return None
+        xmin: int = session.execute(
+            text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        ).scalar_one()
+        return int(xmin) + state.xid_offset - 1
+
+    def servable_high_water(self) -> int:
+        """The wake poll's probe: the highest revision a reader could be served now."""
+        with self.db.read() as session:
+            return self._max_revision(session, self._bound(session, source.read_state(session)))
 
     def _position(self, session: Session) -> Position:
         state = source.read_state(session)
         if self.db.sqlite:
             source_time = self.clock.now()
-            bound = None
         else:
             source_time = session.execute(text("SELECT now()")).scalar_one()
-            bound = None
-            if state.mode == "xid":
-                xmin: int = session.execute(
-                    text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-                ).scalar_one()
-                bound = int(xmin) + state.xid_offset - 1
+        bound = self._bound(session, state)
         high_water = self._max_revision(session, bound)
         cutoff = self.clock.now() - TOMBSTONE_HORIZON
         compacted: int = session.execute(
@@ -234,10 +267,12 @@ class FeedService:
         return best
 
     def high_water_cursor(self) -> str:
+        self.check_restore()
         with self.db.snapshot() as session:
             return cursor.encode(self._position(session).high_water)
 
     def position(self) -> dict[str, Any]:
+        self.check_restore()
         with self.db.snapshot() as session:
             return self._position(session).envelope()
 
@@ -251,8 +286,10 @@ class FeedService:
         source_instance: str | None = None,
         source_epoch: str | None = None,
     ) -> dict[str, Any]:
+        self.check_restore()
         with self.db.snapshot() as session:
             pos = self._position(session)
+            self._served(session, pos)
             try:
                 after_revision = cursor.decode(after)
                 self._check(pos, after, after_revision, source_instance, source_epoch)
@@ -366,77 +403,43 @@ class FeedService:
                 return True
         return False
 
+    async def wait_page(
+        self,
+        wake: FeedWake,
+        after: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        wait: float = 0.0,
+        source_instance: str | None = None,
+        source_epoch: str | None = None,
+    ) -> dict[str, Any]:
+        """A page, parking first (up to `wait` seconds, clamped to 0-55) while it
+        would be empty. Check before park; a wake only makes us re-read."""
+        wait = min(max(wait, 0.0), MAX_WAIT_S)
+        deadline = self.clock.monotonic() + wait
+        timed_out = False
+        while True:
+            generation = wake.generation
+            page = await asyncio.to_thread(
+                self.page, after, limit, source_instance=source_instance, source_epoch=source_epoch
+            )
+            remaining = deadline - self.clock.monotonic()
+            if page["changes"] or remaining <= 0 or timed_out:
+                return page
+            timed_out = not await wake.wait_past(generation, remaining)
+
     # -- snapshot -------------------------------------------------------------------
 
     def snapshot_stream(self) -> Iterator[bytes]:
-        """The whole image as JSON, streamed row by row from one consistent read.
+        """The whole image as one JSON document, streamed row by row (see `snapshot`)."""
+        from agenthub.statehub.snapshot import stream
 
-        Memory stays bounded whatever the inbox size; `count` and `content_hash`
-        come last because they are known only once every row has passed.
-        """
-        with self.db.snapshot() as session:
-            pos = self._position(session)
-            head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
-            yield json.dumps(head, separators=(",", ":"))[:-1].encode()
-            hasher = _SnapshotHasher()
-            count = 0
-            cutoff = self.clock.now() - TOMBSTONE_HORIZON
-            parts: list[tuple[str, Any, Any]] = [
-                ("messages", select(*MESSAGE_COLUMNS).order_by(_M.id), message_state),
-                (
-                    "receipts",
-                    select(*RECEIPT_COLUMNS).order_by(_R.message_id, self._c(session, _R.agent)),
-                    receipt_state,
-                ),
-                (
-                    "tombstones",
-                    select(*TOMBSTONE_COLUMNS)
-                    .where(_T.deleted_at >= cutoff)
-                    .order_by(_T.message_id),
-                    tombstone_state,
-                ),
-            ]
-            for name, stmt, shape in parts:
-                hasher.start(name)
-                yield f',"{name}":['.encode()
-                first = True
-                for chunk in session.execute(
-                    stmt.execution_options(yield_per=SNAPSHOT_BATCH)
-                ).partitions():
-                    out: list[str] = []
-                    for row in chunk:
-                        state = shape(row)
-                        hasher.add(state)
-                        out.append(json.dumps(state, separators=(",", ":"), ensure_ascii=False))
-                    if name == "messages":
-                        count += len(chunk)
-                    if out:
-                        yield (("" if first else ",") + ",".join(out)).encode()
-                        first = False
-                yield b"]"
-            receipt_tombstones = session.execute(
-                select(*RECEIPT_TOMBSTONE_COLUMNS)
-                .where(_RT.deleted_at >= cutoff)
-                .order_by(_RT.message_id, self._c(session, _RT.agent))
-            ).all()
-            tail = {
-                "receipt_tombstones": [receipt_tombstone_state(r) for r in receipt_tombstones],
-                "count": count,
-                "content_hash": hasher.finish(),
-            }
-            yield ("," + json.dumps(tail, separators=(",", ":"))[1:]).encode()
+        return stream(self)
 
     def snapshot(self) -> dict[str, Any]:
         """The snapshot as one object (tests and in-process callers)."""
         result: dict[str, Any] = json.loads(b"".join(self.snapshot_stream()))
         return result
-
-    @staticmethod
-    def _c(session: Session, column: Any) -> Any:
-        # Byte order on PostgreSQL too, so the hash order matches SQLite's.
-        if session.get_bind().dialect.name == "postgresql":
-            return column.collate("C")
-        return column
 
 
 def _change(revision: int, entity: str, key: str, op: str, state: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Literal
 
 ADVISORY_LOCK_KEY = 5348490098
+WAKE_CHANNEL = "statehub_inbox_feed"
 RevisionMode = Literal["lock", "xid"]
 
 DATA_COLUMNS_MESSAGES = (
@@ -62,6 +63,9 @@ BEGIN
     PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
     rev := nextval('inbox_revision_seq');
     PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+    -- Wakes long-polling feed readers on every State Hub worker at commit.
+    -- Once per transaction; commits are serialized by the lock anyway.
+    PERFORM pg_notify('{WAKE_CHANNEL}', '');
     RETURN rev;
 END
 $$;
@@ -75,6 +79,23 @@ CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
 LANGUAGE plpgsql AS $$
 BEGIN
     RETURN pg_current_xact_id()::text::bigint + {int(offset)};
+END
+$$;
+"""
+
+
+def pg_stamp_function_xid(offset: int) -> str:
+    """`xid` mode computes the revision inline: no nested function call per row,
+    which is most of the trigger's cost once the lock is gone."""
+    return f"""
+CREATE OR REPLACE FUNCTION inbox_feed_stamp() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN
+        RETURN NEW;
+    END IF;
+    NEW.revision := pg_current_xact_id()::text::bigint + {int(offset)};
+    RETURN NEW;
 END
 $$;
 """

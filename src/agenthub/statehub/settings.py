@@ -17,5 +17,7 @@ class StateHubSettings(BaseSettings):
     instance_label: str | None = None
     news_ttl_days: int = 30
     revision_mode: Literal["lock", "xid"] = "lock"
+    # Long-poll wake by watermark poll (SQLite, PostgreSQL xid mode): seconds between probes.
+    wake_poll_interval_s: float = 0.025
     # Migrate an empty or older database to head when the server starts.
     auto_migrate: bool = True

@@ -11,9 +11,12 @@ re-snapshots.
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -60,8 +63,7 @@ def epoch(session: Session, state: SourceState) -> str:
             )
         ).one()
         return f"pg-{row[0]}-{row[1]}-{row[2]}-{state.mode}{state.generation}"
-    token = session.get(StateHubMeta, SQLITE_TOKEN_KEY)
-    return f"sqlite-{token.value if token else 'unset'}-{state.mode}{state.generation}"
+    return f"sqlite-{sqlite_token(session)}-{state.mode}{state.generation}"
 
 
 def _set(session: Session, key: str, value: str) -> None:
@@ -95,7 +97,7 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
         current = read_state(session)
         if current.mode == mode:
             if mode == "xid":
-                session.execute(text(revisions.pg_revision_function_xid(current.xid_offset)))
+                _install_xid(session, current.xid_offset)
             return current
         max_revision = int(
             session.execute(
@@ -120,9 +122,10 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
                 ).scalar_one()
             )
             offset = max(0, max_revision + 1 - oldest)
-            session.execute(text(revisions.pg_revision_function_xid(offset)))
+            _install_xid(session, offset)
         else:
             session.execute(text(revisions.PG_REVISION_FUNCTION_LOCK))
+            session.execute(text(revisions.PG_STAMP_FUNCTION))
             floor = max(max_revision, switch_xid + current.xid_offset) + 1
             session.execute(text("SELECT setval('inbox_revision_seq', :v)"), {"v": floor})
         new_state = SourceState(mode=mode, xid_offset=offset, generation=current.generation + 1)
@@ -131,6 +134,11 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
         _set(session, GENERATION_KEY, str(new_state.generation))
     _wait_for_older_transactions(db, switch_xid, barrier_timeout_s)
     return new_state
+
+
+def _install_xid(session: Session, offset: int) -> None:
+    session.execute(text(revisions.pg_revision_function_xid(offset)))
+    session.execute(text(revisions.pg_stamp_function_xid(offset)))
 
 
 def _wait_for_older_transactions(db: Database, xid: int, timeout_s: float) -> None:
@@ -150,3 +158,52 @@ def _wait_for_older_transactions(db: Database, xid: int, timeout_s: float) -> No
                 "end them (pg_stat_activity) and start State Hub again"
             )
         time.sleep(0.05)
+
+
+class ServedHighWater:
+    """SQLite's restore detector: the highest revision ever served, kept beside
+    the database file (`<db>.served`), outside anything a file restore brings back.
+
+    A database whose high water is below what was already served under the same
+    epoch token has been restored from an older copy; the token is then rotated,
+    so every consumer's epoch check fails and it re-snapshots instead of waiting
+    below a high water the source will reuse.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._served: tuple[str, int] | None = None
+
+    def _load(self) -> tuple[str, int] | None:
+        if self._served is None:
+            try:
+                data = json.loads(self.path.read_text())
+                self._served = (str(data["token"]), int(data["served"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+        return self._served
+
+    def restored(self, token: str, high_water: int) -> bool:
+        served = self._load()
+        return served is not None and served[0] == token and high_water < served[1]
+
+    def record(self, token: str, high_water: int) -> None:
+        served = self._load()
+        if served is not None and served[0] == token and served[1] >= high_water:
+            return
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"token": token, "served": high_water}))
+        os.replace(tmp, self.path)
+        self._served = (token, high_water)
+
+
+def sqlite_token(session: Session) -> str:
+    row = session.get(StateHubMeta, SQLITE_TOKEN_KEY)
+    return row.value if row is not None else "unset"
+
+
+def rotate_sqlite_token(db: Database) -> str:
+    token = secrets.token_hex(8)
+    with db.write() as session:
+        _set(session, SQLITE_TOKEN_KEY, token)
+    return token

@@ -28,6 +28,7 @@ class Database:
         self.sqlite = is_sqlite(engine)
         self.before_write: list[SessionHook] = []
         self.before_commit: list[SessionHook] = []
+        self.after_commit: list[Callable[[], None]] = []
         if self.sqlite:
             # One revision per State Hub transaction (see `revisions`).
             self.before_write.append(_run(SQLITE_OPEN))
@@ -45,6 +46,8 @@ class Database:
                 session.flush()
                 for hook in self.before_commit:
                     hook(session)
+        for callback in self.after_commit:
+            callback()
 
     @contextmanager
     def snapshot(self) -> Iterator[Session]:

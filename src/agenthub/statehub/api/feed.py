@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, FeedService
+from agenthub.statehub.snapshot import PagedSnapshots
 
 router = APIRouter(prefix="/messages/feed", tags=["feed"])
 NO_STORE = {"Cache-Control": "no-store"}
+DEFAULT_SNAPSHOT_PAGE = 1000
 
 
 def feed(request: Request) -> FeedService:
@@ -21,21 +24,51 @@ def feed(request: Request) -> FeedService:
 Feed = Annotated[FeedService, Depends(feed)]
 
 
-@router.get("/snapshot")
-def snapshot(service: Feed) -> StreamingResponse:
-    return StreamingResponse(
-        service.snapshot_stream(), media_type="application/json", headers=NO_STORE
-    )
+@router.get("/snapshot", response_model=None)
+def snapshot(
+    request: Request,
+    service: Feed,
+    page_size: Annotated[
+        int | None, Query(description="page the image: rows per page (additive to v1)")
+    ] = None,
+    page: Annotated[str | None, Query(description="next_page from the previous page")] = None,
+) -> StreamingResponse | Response:
+    if page_size is None and page is None:
+        return StreamingResponse(
+            service.snapshot_stream(), media_type="application/json", headers=NO_STORE
+        )
+    paged: PagedSnapshots = request.app.state.paged_snapshots
+    size = DEFAULT_SNAPSHOT_PAGE if page_size is None else page_size
+    body = paged.first_page(size) if page is None else paged.next_page(page, size)
+    return _json(body)
 
 
 @router.get("")
-def page(
+async def page(
+    request: Request,
     service: Feed,
-    response: Response,
     after: str,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    wait: Annotated[float, Query(description="long-poll seconds, clamped to 0-55")] = 0.0,
     source_instance: str | None = None,
     source_epoch: str | None = None,
-) -> dict[str, Any]:
-    response.headers.update(NO_STORE)
-    return service.page(after, limit, source_instance=source_instance, source_epoch=source_epoch)
+) -> Response:
+    body = await service.wait_page(
+        request.app.state.wake,
+        after,
+        limit,
+        wait=wait,
+        source_instance=source_instance,
+        source_epoch=source_epoch,
+    )
+    return _json(body)
+
+
+def _json(body: dict[str, Any]) -> Response:
+    # Feed bodies are plain JSON types already; skipping FastAPI's recursive
+    # encoder is most of the serving cost at 5000 changes a page.
+    return Response(
+        json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+        media_type="application/json",
+        headers=NO_STORE,
+    )

@@ -1,0 +1,87 @@
+"""Benchmark plumbing: throw-away databases and real servers in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from agenthub.db import normalize_url
+
+PG_SERVER = os.environ.get("AGENTHUB_BENCH_PG_URL") or os.environ.get(
+    "AGENTHUB_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def pg_database(prefix: str = "agenthub_bench") -> Iterator[str]:
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(normalize_url(PG_SERVER), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_SERVER).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def statehub_server(database_url: str, **env: str) -> Iterator[tuple[str, int]]:
+    """Run `agenthub statehub serve` in a subprocess; yields (base URL, pid)."""
+    port = free_port()
+    environment = {**os.environ, "STATEHUB_DATABASE_URL": database_url, **env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agenthub.cli", "statehub", "serve", "--port", str(port)],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/state/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("State Hub did not start")
+            time.sleep(0.1)
+        yield base, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
