@@ -27,9 +27,9 @@ from agenthub.hubcore.store import Database
 from agenthub.statehub import migrate as statehub_migrate
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
-from tests.hubcore.servers import serving
 from tests.hubcore.statehub_source import populate
 from tests.support.databases import require_pg, temporary_pg_database
+from tests.support.servers import live_server as serving
 
 
 @pytest.fixture

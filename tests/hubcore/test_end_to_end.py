@@ -16,8 +16,8 @@ from agenthub.hubcore.app import create_app as create_hubcore
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
-from tests.hubcore.servers import serving
 from tests.hubcore.statehub_source import READER, populate
+from tests.support.servers import live_server as serving
 
 PATH = "/ports/projections/statehub-inbox"
 TOKEN = "e2e-operator-token"

@@ -15,7 +15,7 @@ from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.hubcore.snapshot import import_into
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, rehash
-from tests.hubcore.servers import serving
+from tests.support.servers import live_server as serving
 
 TOKEN = "check-token"
 
