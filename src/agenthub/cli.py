@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.statehub.cli import app as statehub_app
 
 app = typer.Typer(
@@ -11,6 +12,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(statehub_app, name="statehub")
+app.add_typer(hubcore_app, name="hubcore")
 
 
 @app.command()

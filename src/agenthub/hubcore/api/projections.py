@@ -1,0 +1,80 @@
+"""`/ports/projections/statehub-inbox`: the authenticated, read-only inbox pilot."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+
+from agenthub.hubcore.auth import OperatorToken
+from agenthub.hubcore.canonical import canonical_timestamp
+from agenthub.hubcore.errors import MethodNotAllowed, ReadsDisabled
+from agenthub.hubcore.projection import DEFAULT_LIMIT, MAX_LIMIT, InboxProjection, InboxQuery
+from agenthub.hubcore.schemas import MessageRead
+
+PATH = "/ports/projections/statehub-inbox"
+MODE_HEADER = "X-Hub-Core-Read-Mode"
+
+router = APIRouter(tags=["projections"])
+
+
+def require_enabled(request: Request) -> None:
+    if request.app.state.projection is None:
+        raise ReadsDisabled(
+            "not found", hint="the inbox pilot is off (HUB_CORE_STATEHUB_INBOX_READS is not 1)"
+        )
+
+
+def require_operator(
+    request: Request, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    token: OperatorToken = request.app.state.operator_token
+    token.verify(authorization)
+
+
+def projection(request: Request) -> InboxProjection:
+    service: InboxProjection = request.app.state.projection
+    return service
+
+
+@router.get(
+    PATH,
+    response_model=list[MessageRead],
+    dependencies=[Depends(require_enabled), Depends(require_operator)],
+)
+def statehub_inbox(
+    response: Response,
+    service: Annotated[InboxProjection, Depends(projection)],
+    to_agent: str,
+    from_agent: str | None = None,
+    unread_only: bool = False,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+) -> list[MessageRead]:
+    page = service.list(
+        InboxQuery(to_agent=to_agent, from_agent=from_agent, unread_only=unread_only, limit=limit)
+    )
+    fresh = page.freshness
+    response.headers["Cache-Control"] = "no-store"
+    response.headers[MODE_HEADER] = fresh.mode
+    if fresh.source_instance is not None:
+        response.headers["X-Hub-Core-Source-Instance"] = fresh.source_instance
+    if fresh.source_time is not None:
+        response.headers["X-Hub-Core-Source-Time"] = canonical_timestamp(
+            fresh.source_time, "source_time"
+        )
+    if fresh.lag_seconds is not None:
+        response.headers["X-Hub-Core-Lag-Seconds"] = f"{fresh.lag_seconds:.3f}"
+    return [MessageRead.model_validate(m) for m in page.messages]
+
+
+@router.api_route(
+    PATH,
+    methods=["POST", "PUT", "PATCH", "DELETE"],
+    dependencies=[Depends(require_enabled)],
+    include_in_schema=False,
+)
+def no_writes() -> None:
+    raise MethodNotAllowed(
+        "the inbox projection is read-only",
+        hint="send, read, ack and archive through State Hub; hub-core never writes messages",
+    )

@@ -1,0 +1,76 @@
+"""`create_app(settings)`: the hub-core ASGI application."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.requests import Request
+
+from agenthub.clock import Clock, SystemClock
+from agenthub.db import make_engine
+from agenthub.hubcore import migrate
+from agenthub.hubcore.api import errors, projections
+from agenthub.hubcore.auth import OperatorToken
+from agenthub.hubcore.errors import ConfigurationError
+from agenthub.hubcore.projection import InboxProjection
+from agenthub.hubcore.settings import HubCoreSettings
+from agenthub.hubcore.store import Database
+
+
+def check_settings(settings: HubCoreSettings) -> None:
+    """Refuse to start a server that would serve reads without a credential or an agent."""
+    if not settings.inbox_reads:
+        return
+    token = settings.operator_token.get_secret_value() if settings.operator_token else ""
+    if not token:
+        raise ConfigurationError(
+            "HUB_CORE_STATEHUB_INBOX_READS=1 but HUB_CORE_OPERATOR_TOKEN is not set",
+            hint="configure the operator bearer token, or leave the pilot off",
+        )
+    if not settings.inbox_agent or settings.inbox_agent == "*":
+        raise ConfigurationError(
+            "HUB_CORE_STATEHUB_INBOX_READS=1 needs HUB_CORE_STATEHUB_INBOX_AGENT to name one agent",
+            hint="name the one agent whose inbox the pilot serves, e.g. state-hub (not '*')",
+        )
+
+
+def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> FastAPI:
+    check_settings(settings)
+    clock = clock or SystemClock()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(settings.database_url)
+        try:
+            if settings.auto_migrate:
+                migrate.upgrade(engine)
+            db = Database(engine)
+            app.state.db = db
+            app.state.projection = None
+            if settings.inbox_reads:
+                assert settings.operator_token is not None and settings.inbox_agent is not None
+                app.state.operator_token = OperatorToken(settings.operator_token.get_secret_value())
+                app.state.projection = InboxProjection(db, clock, agent=settings.inbox_agent)
+            yield
+        finally:
+            engine.dispose()
+
+    app = FastAPI(title="agenthub hub-core", version="1", lifespan=lifespan)
+    errors.install(app)
+
+    async def invalid(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse(
+            {"detail": jsonable_encoder(exc.errors()), "code": "invalid_request"},
+            status_code=422,
+            headers={"Cache-Control": "no-store"},
+        )
+
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.include_router(projections.router)
+    return app

@@ -1,0 +1,196 @@
+"""Canonical rows: the one normal form hashed, compared and stored by hub-core.
+
+Timestamps become UTC ISO-8601 with microseconds and a `Z`; UUIDs become
+lowercase hyphenated strings; revisions are non-negative integers. A hash is
+sha256 over canonical JSON (sorted keys, compact separators) of the normalized
+rows sorted by key, so the same content hashes the same whichever database or
+transport it came through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+MESSAGE_FIELDS = (
+    "id",
+    "from_agent",
+    "to_agent",
+    "subject",
+    "body",
+    "thread_id",
+    "read_at",
+    "archived_at",
+    "kind",
+    "expires_at",
+    "supersedes_id",
+    "created_at",
+)
+MESSAGE_ROW_FIELDS = (*MESSAGE_FIELDS, "revision")
+RECEIPT_ROW_FIELDS = (
+    "message_id",
+    "agent",
+    "delivered_at",
+    "read_at",
+    "acknowledged_at",
+    "revision",
+)
+TOMBSTONE_ROW_FIELDS = ("message_id", "revision", "deleted_at")
+
+AGENT_MAX = 64
+KIND_MAX = 32
+
+Row = dict[str, Any]
+
+
+class MalformedRow(ValueError):
+    """A row that cannot be put in canonical form; `field` says which value is wrong."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def canonical_uuid(value: Any, field: str = "id") -> str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            pass
+    raise MalformedRow(field, f"expected a UUID, got {value!r:.60}")
+
+
+def canonical_timestamp(value: Any, field: str) -> str:
+    """UTC ISO-8601 with microseconds and `Z`. Naive values are UTC (SQLite stores them so)."""
+    moment: datetime
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise MalformedRow(
+                field, f"expected an ISO-8601 timestamp, got {value!r:.60}"
+            ) from None
+    else:
+        raise MalformedRow(field, f"expected an ISO-8601 timestamp, got {value!r:.60}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+def _text(
+    row: Mapping[str, Any], field: str, *, max_len: int | None = None, empty: bool = True
+) -> str:
+    value = row.get(field)
+    if not isinstance(value, str):
+        raise MalformedRow(field, f"expected a string, got {type(value).__name__}")
+    if not empty and not value:
+        raise MalformedRow(field, "must not be empty")
+    if max_len is not None and len(value) > max_len:
+        raise MalformedRow(field, f"longer than {max_len} characters")
+    return value
+
+
+def _optional(row: Mapping[str, Any], field: str, convert: Callable[[Any, str], str]) -> str | None:
+    value = row.get(field)
+    return None if value is None else convert(value, field)
+
+
+def _revision(row: Mapping[str, Any], field: str = "revision") -> int:
+    value = row.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedRow(field, f"expected a non-negative integer, got {value!r:.30}")
+    return value
+
+
+def _exact_fields(row: Any, fields: tuple[str, ...]) -> Mapping[str, Any]:
+    if not isinstance(row, Mapping):
+        raise MalformedRow("row", f"expected an object, got {type(row).__name__}")
+    missing = [f for f in fields if f not in row]
+    if missing:
+        raise MalformedRow(missing[0], "missing")
+    extra = sorted(set(row) - set(fields))
+    if extra:
+        raise MalformedRow(extra[0], "unexpected field")
+    return row
+
+
+def normalize_message(row: Any) -> Row:
+    """A bundle message row (State Hub's `MessageRead` fields plus `revision`) in canonical form."""
+    row = _exact_fields(row, MESSAGE_ROW_FIELDS)
+    return {
+        "id": canonical_uuid(row["id"], "id"),
+        "from_agent": _text(row, "from_agent", max_len=AGENT_MAX, empty=False),
+        "to_agent": _text(row, "to_agent", max_len=AGENT_MAX, empty=False),
+        "subject": _text(row, "subject"),
+        "body": _text(row, "body"),
+        "thread_id": _optional(row, "thread_id", canonical_uuid),
+        "read_at": _optional(row, "read_at", canonical_timestamp),
+        "archived_at": _optional(row, "archived_at", canonical_timestamp),
+        "kind": _text(row, "kind", max_len=KIND_MAX, empty=False),
+        "expires_at": _optional(row, "expires_at", canonical_timestamp),
+        "supersedes_id": _optional(row, "supersedes_id", canonical_uuid),
+        "created_at": canonical_timestamp(row["created_at"], "created_at"),
+        "revision": _revision(row),
+    }
+
+
+def normalize_receipt(row: Any) -> Row:
+    row = _exact_fields(row, RECEIPT_ROW_FIELDS)
+    return {
+        "message_id": canonical_uuid(row["message_id"], "message_id"),
+        "agent": _text(row, "agent", max_len=AGENT_MAX, empty=False),
+        "delivered_at": _optional(row, "delivered_at", canonical_timestamp),
+        "read_at": _optional(row, "read_at", canonical_timestamp),
+        "acknowledged_at": _optional(row, "acknowledged_at", canonical_timestamp),
+        "revision": _revision(row),
+    }
+
+
+def normalize_tombstone(row: Any) -> Row:
+    row = _exact_fields(row, TOMBSTONE_ROW_FIELDS)
+    return {
+        "message_id": canonical_uuid(row["message_id"], "message_id"),
+        "revision": _revision(row),
+        "deleted_at": canonical_timestamp(row["deleted_at"], "deleted_at"),
+    }
+
+
+def receipt_key(row: Mapping[str, Any]) -> str:
+    return f"{row['message_id']}:{row['agent']}"
+
+
+def _digest(rows: Iterable[Row], key: Callable[[Row], str]) -> str:
+    ordered = sorted(rows, key=key)
+    payload = json.dumps(ordered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def snapshot_hash(messages: Iterable[Any]) -> str:
+    """sha256 of the messages in canonical form, sorted by id. Raises `MalformedRow`."""
+    return _digest((normalize_message(m) for m in messages), key=lambda r: str(r["id"]))
+
+
+def receipts_hash(receipts: Iterable[Any]) -> str:
+    return _digest((normalize_receipt(r) for r in receipts), key=receipt_key)
+
+
+def tombstones_hash(tombstones: Iterable[Any]) -> str:
+    return _digest((normalize_tombstone(t) for t in tombstones), key=lambda r: str(r["message_id"]))
+
+
+def hash_normalized(rows: Iterable[Row], key: Callable[[Row], str]) -> str:
+    """The same digest for rows already in canonical form (skips re-normalizing)."""
+    return _digest(rows, key)

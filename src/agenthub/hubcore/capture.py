@@ -1,0 +1,332 @@
+"""Capture a State Hub inbox into a snapshot bundle, read-only, in one consistent view.
+
+Two sources: a State Hub database (one REPEATABLE READ READ ONLY transaction on
+PostgreSQL, one WAL read transaction with `query_only` on SQLite), or a running
+State Hub's `GET /messages/feed/snapshot` (contract `statehub.inbox-feed.v1`).
+Both produce the same bundle; neither can write to State Hub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import Connection, inspect, text
+
+from agenthub.clock import Clock
+from agenthub.db import make_engine
+from agenthub.hubcore.canonical import (
+    MESSAGE_ROW_FIELDS,
+    RECEIPT_ROW_FIELDS,
+    TOMBSTONE_ROW_FIELDS,
+    MalformedRow,
+    Row,
+    canonical_timestamp,
+    hash_normalized,
+    normalize_message,
+    normalize_receipt,
+    normalize_tombstone,
+    receipt_key,
+)
+from agenthub.hubcore.errors import CaptureFailed
+from agenthub.hubcore.snapshot import SCHEMA
+
+FEED_CONTRACT = "statehub.inbox-feed.v1"
+SNAPSHOT_PATH = "/messages/feed/snapshot"
+FETCH_BATCH = 5_000
+# Without a revision column one capture is one revision: every row gets this.
+CAPTURE_WIDE_REVISION = 0
+
+Progress = Callable[[int], None]
+
+
+def build_bundle(
+    *,
+    source: dict[str, Any],
+    captured_at: datetime,
+    messages: list[Row],
+    receipts: list[Row],
+    tombstones: list[Row],
+) -> dict[str, Any]:
+    """The v1 bundle for rows already in canonical form."""
+    return {
+        "schema": SCHEMA,
+        "source": source,
+        "captured_at": canonical_timestamp(captured_at, "captured_at"),
+        "messages": sorted(messages, key=lambda r: str(r["id"])),
+        "count": len(messages),
+        "content_hash": hash_normalized(messages, lambda r: str(r["id"])),
+        "receipts": sorted(receipts, key=receipt_key),
+        "receipts_count": len(receipts),
+        "receipts_hash": hash_normalized(receipts, receipt_key),
+        "tombstones": sorted(tombstones, key=lambda r: str(r["message_id"])),
+        "tombstones_count": len(tombstones),
+        "tombstones_hash": hash_normalized(tombstones, lambda r: str(r["message_id"])),
+    }
+
+
+# -- from a State Hub database ------------------------------------------------------------
+
+
+def _columns(conn: Connection, table: str) -> set[str]:
+    return {c["name"] for c in inspect(conn).get_columns(table)}
+
+
+def _fetch(
+    conn: Connection, sql: str, normalize: Callable[[Any], Row], progress: Progress | None
+) -> list[Row]:
+    rows: list[Row] = []
+    result = conn.execution_options(yield_per=FETCH_BATCH).execute(text(sql))
+    for partition in result.mappings().partitions():
+        for raw in partition:
+            try:
+                rows.append(normalize(dict(raw)))
+            except MalformedRow as exc:
+                raise CaptureFailed(
+                    f"source row {dict(raw).get('id') or dict(raw).get('message_id')} "
+                    f"is unreadable ({exc})",
+                    hint="the source database holds a value State Hub would never write; "
+                    "fix it at the source before capturing",
+                ) from None
+        if progress is not None:
+            progress(len(partition))
+    return rows
+
+
+def _select(table: str, fields: tuple[str, ...], has_revision: bool) -> str:
+    wanted = [f for f in fields if f != "revision"]
+    revision = "revision" if has_revision else f"{CAPTURE_WIDE_REVISION} AS revision"
+    return f"SELECT {', '.join(wanted)}, {revision} FROM {table}"
+
+
+def _begin_consistent_read(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.begin()
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    else:
+        # WAL: the read transaction sees one snapshot from its first read on.
+        conn.begin()
+        conn.exec_driver_sql("PRAGMA query_only = ON")
+
+
+def _source_time(conn: Connection, clock: Clock) -> datetime:
+    if conn.dialect.name == "postgresql":
+        value: object = conn.execute(text("SELECT now()")).scalar_one()
+        assert isinstance(value, datetime)
+        return value
+    return clock.now()
+
+
+def _stored_instance(conn: Connection, tables: set[str]) -> str | None:
+    if "statehub_meta" not in tables:
+        return None
+    value = conn.execute(
+        text("SELECT value FROM statehub_meta WHERE key = 'instance_label'")
+    ).scalar()
+    return str(value) if value else None
+
+
+def capture_from_database(
+    url: str,
+    *,
+    clock: Clock,
+    captured_by: str,
+    source_instance: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Read every message, receipt and tombstone of a State Hub database in one view."""
+    try:
+        engine = make_engine(url)
+    except ValueError as exc:
+        raise CaptureFailed(
+            str(exc), hint="pass --source-db postgresql://… or sqlite:///…"
+        ) from None
+    try:
+        with engine.connect() as conn:
+            _begin_consistent_read(conn)
+            tables = set(inspect(conn).get_table_names())
+            if "agent_messages" not in tables or "message_receipts" not in tables:
+                raise CaptureFailed(
+                    "the source database has no State Hub inbox tables",
+                    hint="point --source-db at State Hub's database (STATEHUB_DATABASE_URL)",
+                )
+            message_revision = "revision" in _columns(conn, "agent_messages")
+            receipt_revision = "revision" in _columns(conn, "message_receipts")
+            instance = source_instance or _stored_instance(conn, tables)
+            if not instance:
+                raise CaptureFailed(
+                    "the source database records no instance label",
+                    hint="pass --source-instance with State Hub's STATEHUB_INSTANCE_LABEL",
+                )
+            source_time = _source_time(conn, clock)
+            messages = _fetch(
+                conn,
+                _select("agent_messages", MESSAGE_ROW_FIELDS, message_revision),
+                normalize_message,
+                progress,
+            )
+            receipts = _fetch(
+                conn,
+                _select("message_receipts", RECEIPT_ROW_FIELDS, receipt_revision),
+                normalize_receipt,
+                progress,
+            )
+            tombstones: list[Row] = []
+            if "message_tombstones" in tables:
+                tombstones = _fetch(
+                    conn,
+                    _select("message_tombstones", TOMBSTONE_ROW_FIELDS, True),
+                    normalize_tombstone,
+                    None,
+                )
+            conn.rollback()
+    except CaptureFailed:
+        raise
+    except Exception as exc:
+        raise CaptureFailed(
+            f"could not read the source database: {type(exc).__name__}: {str(exc)[:300]}",
+            hint="check --source-db and that the database is reachable",
+        ) from None
+    finally:
+        engine.dispose()
+    high_water = max(
+        (r["revision"] for r in (*messages, *receipts, *tombstones)),
+        default=CAPTURE_WIDE_REVISION,
+    )
+    source = {
+        "instance": instance,
+        "cursor": f"v1:{high_water}",
+        "source_time": canonical_timestamp(source_time, "source_time"),
+        "captured_by": captured_by,
+        "via": "source-db",
+        "database": engine.dialect.name,
+        "revision_column": message_revision and receipt_revision,
+    }
+    return build_bundle(
+        source=source,
+        captured_at=clock.now(),
+        messages=messages,
+        receipts=receipts,
+        tombstones=tombstones,
+    )
+
+
+# -- from State Hub's feed snapshot -----------------------------------------------------
+
+
+def _pick(row: Any, fields: tuple[str, ...], what: str, position: int) -> dict[str, Any]:
+    if not isinstance(row, Mapping):
+        raise CaptureFailed(f"{what} #{position} in the feed snapshot is not an object")
+    missing = [f for f in fields if f not in row]
+    if missing:
+        raise CaptureFailed(
+            f"{what} {row.get('id') or row.get('message_id') or f'#{position}'} in the feed "
+            f"snapshot lacks {', '.join(missing)}",
+            hint=f"State Hub must serve contract {FEED_CONTRACT}; check its version",
+        )
+    # Additive fields do not bump the contract version; the bundle keeps only ours.
+    return {f: row[f] for f in fields}
+
+
+def _normalized(
+    rows: list[dict[str, Any]], normalize: Callable[[Any], Row], what: str
+) -> list[Row]:
+    out: list[Row] = []
+    for row in rows:
+        try:
+            out.append(normalize(row))
+        except MalformedRow as exc:
+            raise CaptureFailed(
+                f"{what} {row.get('id') or row.get('message_id')} in the feed snapshot is "
+                f"unreadable ({exc})",
+                hint="report it against State Hub's feed; do not edit the bundle",
+            ) from None
+    return out
+
+
+def capture_from_statehub(
+    base_url: str,
+    *,
+    clock: Clock,
+    captured_by: str,
+    client: httpx.Client | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Fetch `GET /messages/feed/snapshot` (one consistent image) and turn it into a bundle."""
+    url = base_url.rstrip("/") + SNAPSHOT_PATH
+    owned = client is None
+    http = client or httpx.Client(timeout=timeout)
+    try:
+        response = http.get(url, headers={"Accept": "application/json"})
+    except httpx.HTTPError as exc:
+        raise CaptureFailed(
+            f"could not reach State Hub at {base_url}: {type(exc).__name__}",
+            hint="check --from-statehub and that State Hub is running",
+        ) from None
+    finally:
+        if owned:
+            http.close()
+    if response.status_code != 200:
+        raise CaptureFailed(
+            f"State Hub answered {response.status_code} for {SNAPSHOT_PATH}",
+            hint="State Hub must serve the inbox change feed (contract statehub.inbox-feed.v1)",
+        )
+    try:
+        snapshot = response.json()
+    except ValueError:
+        raise CaptureFailed(f"{SNAPSHOT_PATH} did not return JSON") from None
+    if not isinstance(snapshot, Mapping) or snapshot.get("contract") != FEED_CONTRACT:
+        found = snapshot.get("contract") if isinstance(snapshot, Mapping) else None
+        raise CaptureFailed(
+            f"feed snapshot contract is {found!r}, expected {FEED_CONTRACT!r}",
+            hint="this capture speaks only feed contract v1",
+        )
+    for key in ("source_instance", "source_time", "cursor", "messages", "receipts", "tombstones"):
+        if key not in snapshot:
+            raise CaptureFailed(f"feed snapshot lacks {key!r}", hint="check State Hub's version")
+    messages = _normalized(
+        [_pick(r, MESSAGE_ROW_FIELDS, "message", i) for i, r in enumerate(snapshot["messages"])],
+        normalize_message,
+        "message",
+    )
+    if snapshot.get("count") != len(messages):
+        raise CaptureFailed(
+            f"feed snapshot says count {snapshot.get('count')} but holds {len(messages)} messages",
+            hint="the response was truncated; capture again",
+        )
+    receipts = _normalized(
+        [_pick(r, RECEIPT_ROW_FIELDS, "receipt", i) for i, r in enumerate(snapshot["receipts"])],
+        normalize_receipt,
+        "receipt",
+    )
+    tombstones = _normalized(
+        [
+            _pick(r, TOMBSTONE_ROW_FIELDS, "tombstone", i)
+            for i, r in enumerate(snapshot["tombstones"])
+        ],
+        normalize_tombstone,
+        "tombstone",
+    )
+    try:
+        source_time = canonical_timestamp(snapshot["source_time"], "source_time")
+    except MalformedRow as exc:
+        raise CaptureFailed(f"feed snapshot source_time is unreadable ({exc})") from None
+    source = {
+        "instance": snapshot["source_instance"],
+        "cursor": snapshot["cursor"],
+        "source_time": source_time,
+        "captured_by": captured_by,
+        "via": "statehub-feed-snapshot",
+        "epoch": snapshot.get("source_epoch"),
+        "compacted_before": snapshot.get("compacted_before"),
+        "feed_content_hash": snapshot.get("content_hash"),
+    }
+    return build_bundle(
+        source=source,
+        captured_at=clock.now(),
+        messages=messages,
+        receipts=receipts,
+        tombstones=tombstones,
+    )

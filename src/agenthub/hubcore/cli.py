@@ -1,0 +1,257 @@
+"""`agenthub hubcore …` commands: thin wrappers over capture, import, serve and the pilot check."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agenthub.clock import SystemClock
+from agenthub.db import make_engine
+from agenthub.hubcore import migrate as migrations
+from agenthub.hubcore.errors import HubCoreError, SnapshotRejected
+from agenthub.hubcore.settings import HubCoreSettings
+
+app = typer.Typer(
+    help="hub-core: a derived, read-only copy of the State Hub inbox.", no_args_is_help=True
+)
+console = Console(stderr=True)
+
+
+def _fail(exc: HubCoreError) -> NoReturn:
+    console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+    if exc.hint:
+        console.print(f"hint: {exc.hint}")
+    raise typer.Exit(2)
+
+
+@contextmanager
+def _progress(description: str, total: int | None) -> Iterator[Any]:
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+@app.command()
+def capture(
+    out: Path = typer.Option(..., "--out", help="Bundle file to write (0600, keep it private)."),
+    source_db: str | None = typer.Option(
+        None, "--source-db", help="State Hub database URL (postgresql://… or sqlite:///…)."
+    ),
+    from_statehub: str | None = typer.Option(
+        None, "--from-statehub", help="State Hub base URL; reads GET /messages/feed/snapshot."
+    ),
+    source_instance: str | None = typer.Option(
+        None, "--source-instance", help="State Hub's instance label, if its database lacks one."
+    ),
+    captured_by: str | None = typer.Option(
+        None, "--captured-by", help="Who captured (default user@host)."
+    ),
+) -> None:
+    """Capture a State Hub inbox into a snapshot bundle plus a hashes-only evidence file."""
+    from agenthub.hubcore.bundlefile import write_bundle
+    from agenthub.hubcore.capture import capture_from_database, capture_from_statehub
+
+    if (source_db is None) == (from_statehub is None):
+        console.print("[red]error[/red]: give exactly one of --source-db or --from-statehub")
+        raise typer.Exit(2)
+    who = captured_by or f"{getpass.getuser()}@{socket.gethostname()}"
+    clock = SystemClock()
+    try:
+        if source_db is not None:
+            with _progress("capturing rows", None) as advance:
+                bundle = capture_from_database(
+                    source_db,
+                    clock=clock,
+                    captured_by=who,
+                    source_instance=source_instance,
+                    progress=advance,
+                )
+        else:
+            assert from_statehub is not None
+            with console.status("fetching the feed snapshot"):
+                bundle = capture_from_statehub(from_statehub, clock=clock, captured_by=who)
+    except HubCoreError as exc:
+        _fail(exc)
+    evidence = write_bundle(bundle, out)
+    typer.echo(f"bundle      {out} (mode 0600)")
+    typer.echo(f"evidence    {evidence}")
+    typer.echo(f"source      {bundle['source']['instance']} at {bundle['source']['cursor']}")
+    typer.echo(
+        f"messages    {bundle['count']}   receipts {bundle['receipts_count']}   "
+        f"tombstones {bundle['tombstones_count']}"
+    )
+    typer.echo(f"content_hash {bundle['content_hash']}")
+    typer.echo(
+        f"next: agenthub hubcore import {out} --expected-hash {bundle['content_hash']} --apply"
+    )
+
+
+@app.command("import")
+def import_(
+    bundle_file: Path = typer.Argument(..., help="Bundle written by `agenthub hubcore capture`."),
+    expected_hash: str = typer.Option(
+        ..., "--expected-hash", help="content_hash from the capture's evidence file."
+    ),
+    apply: bool = typer.Option(False, "--apply", help="Write; without it only validate."),
+) -> None:
+    """Validate a bundle against HUBCORE_DATABASE_URL; with --apply import it in one transaction."""
+    from agenthub.hubcore.bundlefile import read_bundle
+    from agenthub.hubcore.snapshot import import_into
+    from agenthub.hubcore.store import Database
+
+    settings = HubCoreSettings()
+    engine = make_engine(settings.database_url)
+    try:
+        migrations.upgrade(engine)
+        db = Database(engine)
+        bundle = read_bundle(bundle_file)
+        rows = [bundle.get(k) for k in ("messages", "receipts")] if isinstance(bundle, dict) else []
+        total = sum(len(r) for r in rows if isinstance(r, list)) if apply else None
+        with _progress("importing rows" if apply else "validating", total) as advance:
+            result = import_into(
+                db, bundle, expected_hash=expected_hash, apply=apply, progress=advance
+            )
+    except HubCoreError as exc:
+        _fail(exc)
+    finally:
+        engine.dispose()
+    verdicts = {
+        "valid": "valid; nothing written (add --apply to import)",
+        "imported": "imported",
+        "unchanged": "already imported: exact repeat, nothing changed",
+    }
+    typer.echo(f"{verdicts[result.outcome]}")
+    typer.echo(
+        f"source {result.source_instance}  messages {result.messages}  receipts {result.receipts}"
+        f"  tombstones {result.tombstones}  content_hash {result.content_hash}"
+    )
+
+
+@app.command("pilot-check")
+def pilot_check(
+    bundle_file: Path = typer.Argument(..., help="The bundle that was imported (the oracle)."),
+    expected_hash: str = typer.Option(..., "--expected-hash", help="Its content_hash."),
+    url: str = typer.Option("http://127.0.0.1:8200", "--url", help="Running hub-core base URL."),
+    check_database: bool = typer.Option(
+        True,
+        "--check-database/--no-check-database",
+        help="Also hash HUBCORE_DATABASE_URL before and after, to prove nothing was written.",
+    ),
+) -> None:
+    """Run the pilot's step 3 against a running hub-core and print a pass/fail table.
+
+    Reads HUB_CORE_OPERATOR_TOKEN and HUB_CORE_STATEHUB_INBOX_AGENT from the environment.
+    """
+    import httpx
+
+    from agenthub.hubcore.bundlefile import read_bundle
+    from agenthub.hubcore.pilotcheck import PilotCheck
+    from agenthub.hubcore.snapshot import receiver_hashes, validate_bundle
+    from agenthub.hubcore.store import Database
+
+    settings = HubCoreSettings()
+    token = settings.operator_token.get_secret_value() if settings.operator_token else ""
+    if not token or not settings.inbox_agent:
+        console.print(
+            "[red]error[/red]: set HUB_CORE_OPERATOR_TOKEN and HUB_CORE_STATEHUB_INBOX_AGENT "
+            "to the values the hub-core server runs with"
+        )
+        raise typer.Exit(2)
+    try:
+        valid = validate_bundle(read_bundle(bundle_file), expected_hash=expected_hash)
+    except SnapshotRejected as exc:
+        _fail(exc)
+    oracle = {
+        "messages": valid.messages,
+        "receipts": valid.receipts,
+        "content_hash": valid.content_hash,
+        "receipts_hash": valid.receipts_hash,
+        "tombstones_hash": valid.tombstones_hash,
+    }
+    engine = make_engine(settings.database_url) if check_database else None
+    clock = SystemClock()
+
+    def hashes() -> dict[str, str]:
+        assert engine is not None
+        with Database(engine).read_only() as session:
+            return receiver_hashes(session)
+
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            results = PilotCheck(
+                client,
+                oracle,
+                agent=settings.inbox_agent,
+                token=token,
+                now=clock.now,
+                receiver_hashes=hashes if engine is not None else None,
+            ).run()
+    except httpx.HTTPError as exc:
+        console.print(f"[red]error[/red]: cannot reach hub-core at {url}: {type(exc).__name__}")
+        raise typer.Exit(2) from None
+    finally:
+        if engine is not None:
+            engine.dispose()
+    table = Table(title=f"hub-core pilot check: {settings.inbox_agent} at {url}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail")
+    verdicts = {True: "[green]pass[/green]", False: "[red]FAIL[/red]", None: "[yellow]n/a[/yellow]"}
+    for r in results:
+        table.add_row(r.name, verdicts[r.passed], r.detail)
+    Console().print(table)
+    failed = sum(1 for r in results if r.passed is False)
+    unproven = sum(1 for r in results if r.passed is None)
+    passed = len(results) - failed - unproven
+    typer.echo(f"{passed} passed, {failed} failed, {unproven} not provable from this snapshot")
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8200, help="TCP port."),
+) -> None:
+    """Run hub-core (migrates HUBCORE_DATABASE_URL first). The inbox pilot is off unless enabled."""
+    import uvicorn
+
+    from agenthub.hubcore.app import create_app
+
+    settings = HubCoreSettings()
+    try:
+        application = create_app(settings)
+    except HubCoreError as exc:
+        _fail(exc)
+    reads = "on" if settings.inbox_reads else "off"
+    typer.echo(
+        f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads})"
+    )
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+@app.command()
+def migrate() -> None:
+    """Bring the database in HUBCORE_DATABASE_URL to the current schema head."""
+    settings = HubCoreSettings()
+    engine = make_engine(settings.database_url)
+    try:
+        migrations.upgrade(engine)
+        typer.echo(f"database at revision {migrations.current_revision(engine) or 'base'}")
+    finally:
+        engine.dispose()

@@ -1,0 +1,72 @@
+"""The read side: one literal agent's inbox out of the imported projection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from agenthub.clock import Clock
+from agenthub.hubcore import repository as repo
+from agenthub.hubcore.errors import AgentNotServed
+from agenthub.hubcore.models import ProjectedMessage
+from agenthub.hubcore.store import Database
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    to_agent: str
+    from_agent: str | None = None
+    unread_only: bool = False
+    limit: int = DEFAULT_LIMIT
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """Where the rows came from, so a reader can judge how old they are."""
+
+    mode: str
+    source_instance: str | None
+    source_time: datetime | None
+    lag_seconds: float | None
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    messages: list[ProjectedMessage]
+    freshness: Freshness
+
+
+class InboxProjection:
+    """Serves `agent`'s inbox exactly as State Hub's `GET /messages/` would, read-only."""
+
+    def __init__(self, db: Database, clock: Clock, *, agent: str) -> None:
+        self.db = db
+        self.clock = clock
+        self.agent = agent
+
+    def list(self, query: InboxQuery) -> InboxPage:
+        if query.to_agent != self.agent:
+            raise AgentNotServed(
+                f"this pilot serves only the inbox of {self.agent!r}, not {query.to_agent!r}",
+                hint=f"ask with to_agent={self.agent}; other inboxes stay on State Hub",
+            )
+        now = self.clock.now()
+        with self.db.read_only() as session:
+            messages = repo.inbox_page(
+                session,
+                reader=self.agent,
+                from_agent=query.from_agent,
+                unread_only=query.unread_only,
+                now=now,
+                limit=query.limit,
+            )
+            cursor = repo.latest_cursor(session)
+        if cursor is None:
+            freshness = Freshness("snapshot-pilot", None, None, None)
+        else:
+            lag = (now - cursor.last_source_time).total_seconds()
+            freshness = Freshness(cursor.mode, cursor.source_instance, cursor.last_source_time, lag)
+        return InboxPage(messages, freshness)

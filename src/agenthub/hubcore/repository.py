@@ -1,0 +1,265 @@
+"""SQL over the projection tables. Callers own the transaction; nothing here commits."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    exists,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.orm import Session
+
+from agenthub.hubcore.canonical import (
+    Row,
+    canonical_timestamp,
+    canonical_uuid,
+    parse_timestamp,
+)
+from agenthub.hubcore.models import (
+    ProjectedMessage,
+    ProjectedReceipt,
+    ProjectedTombstone,
+    SourceCursor,
+)
+
+BROADCAST = "*"
+INSERT_BATCH = 5_000
+PROJECTION_TABLES = (
+    "projected_messages",
+    "projected_receipts",
+    "projected_tombstones",
+    "source_cursors",
+)
+
+
+def lock_projection(session: Session) -> None:
+    """Serialize importers on PostgreSQL before anything is inspected.
+
+    EXCLUSIVE mode still lets readers in (they take ACCESS SHARE) but makes a
+    second importer wait until this transaction ends, so two imports can never
+    both see an empty receiver. SQLite gets the same effect from BEGIN IMMEDIATE.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"LOCK TABLE {', '.join(PROJECTION_TABLES)} IN EXCLUSIVE MODE"))
+
+
+def refresh_statistics(session: Session) -> None:
+    """Give the planner fresh statistics after a bulk import.
+
+    Without them PostgreSQL guesses a handful of rows and bitmap-scans and sorts
+    the whole inbox (about 40 ms at 100k messages instead of about 3 ms).
+    """
+    tables = ("projected_messages", "projected_receipts")
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"ANALYZE {', '.join(tables)}"))
+    else:
+        for table in tables:
+            session.execute(text(f"ANALYZE {table}"))
+
+
+def row_counts(session: Session) -> dict[str, int]:
+    models = (ProjectedMessage, ProjectedReceipt, ProjectedTombstone, SourceCursor)
+    return {
+        model.__tablename__: int(session.scalar(select(func.count()).select_from(model)) or 0)
+        for model in models
+    }
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else canonical_timestamp(value, "stored")
+
+
+def _uid(value: uuid.UUID | None) -> str | None:
+    return None if value is None else canonical_uuid(value)
+
+
+def stored_messages(session: Session) -> Iterator[Row]:
+    """Every projected message in canonical bundle form (`source_revision` as `revision`)."""
+    for m in session.scalars(select(ProjectedMessage)).yield_per(INSERT_BATCH):
+        yield {
+            "id": canonical_uuid(m.id),
+            "from_agent": m.from_agent,
+            "to_agent": m.to_agent,
+            "subject": m.subject,
+            "body": m.body,
+            "thread_id": _uid(m.thread_id),
+            "read_at": _ts(m.read_at),
+            "archived_at": _ts(m.archived_at),
+            "kind": m.kind,
+            "expires_at": _ts(m.expires_at),
+            "supersedes_id": _uid(m.supersedes_id),
+            "created_at": _ts(m.created_at),
+            "revision": m.source_revision,
+        }
+
+
+def stored_receipts(session: Session) -> Iterator[Row]:
+    for r in session.scalars(select(ProjectedReceipt)).yield_per(INSERT_BATCH):
+        yield {
+            "message_id": canonical_uuid(r.message_id),
+            "agent": r.agent,
+            "delivered_at": _ts(r.delivered_at),
+            "read_at": _ts(r.read_at),
+            "acknowledged_at": _ts(r.acknowledged_at),
+            "revision": r.source_revision,
+        }
+
+
+def stored_tombstones(session: Session) -> Iterator[Row]:
+    for t in session.scalars(select(ProjectedTombstone)):
+        yield {
+            "message_id": canonical_uuid(t.message_id),
+            "revision": t.revision,
+            "deleted_at": _ts(t.deleted_at),
+        }
+
+
+def stored_cursors(session: Session) -> list[SourceCursor]:
+    return list(session.scalars(select(SourceCursor).order_by(SourceCursor.source_instance)))
+
+
+def _opt_uuid(value: str | None) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(value)
+
+
+def _opt_time(value: str | None) -> datetime | None:
+    return None if value is None else parse_timestamp(value)
+
+
+def _message_params(row: Row) -> dict[str, Any]:
+    return {
+        "id": uuid.UUID(row["id"]),
+        "from_agent": row["from_agent"],
+        "to_agent": row["to_agent"],
+        "subject": row["subject"],
+        "body": row["body"],
+        "thread_id": _opt_uuid(row["thread_id"]),
+        "read_at": _opt_time(row["read_at"]),
+        "archived_at": _opt_time(row["archived_at"]),
+        "kind": row["kind"],
+        "expires_at": _opt_time(row["expires_at"]),
+        "supersedes_id": _opt_uuid(row["supersedes_id"]),
+        "created_at": parse_timestamp(row["created_at"]),
+        "source_revision": row["revision"],
+    }
+
+
+def _receipt_params(row: Row) -> dict[str, Any]:
+    return {
+        "message_id": uuid.UUID(row["message_id"]),
+        "agent": row["agent"],
+        "delivered_at": _opt_time(row["delivered_at"]),
+        "read_at": _opt_time(row["read_at"]),
+        "acknowledged_at": _opt_time(row["acknowledged_at"]),
+        "source_revision": row["revision"],
+    }
+
+
+def _tombstone_params(row: Row) -> dict[str, Any]:
+    return {
+        "message_id": uuid.UUID(row["message_id"]),
+        "revision": row["revision"],
+        "deleted_at": parse_timestamp(row["deleted_at"]),
+    }
+
+
+Progress = Callable[[int], None]
+
+
+def _insert_batches(
+    session: Session,
+    table: Any,
+    rows: Sequence[Row],
+    params: Callable[[Row], dict[str, Any]],
+    progress: Progress | None,
+) -> None:
+    for start in range(0, len(rows), INSERT_BATCH):
+        batch = rows[start : start + INSERT_BATCH]
+        session.execute(insert(table), [params(r) for r in batch])
+        if progress is not None:
+            progress(len(batch))
+
+
+def insert_messages(
+    session: Session, rows: Sequence[Row], progress: Progress | None = None
+) -> None:
+    """Insert in the given order (the caller puts thread roots first)."""
+    _insert_batches(session, ProjectedMessage.__table__, rows, _message_params, progress)
+
+
+def insert_receipts(
+    session: Session, rows: Sequence[Row], progress: Progress | None = None
+) -> None:
+    _insert_batches(session, ProjectedReceipt.__table__, rows, _receipt_params, progress)
+
+
+def insert_tombstones(session: Session, rows: Sequence[Row]) -> None:
+    _insert_batches(session, ProjectedTombstone.__table__, rows, _tombstone_params, None)
+
+
+def insert_cursor(session: Session, cursor: SourceCursor) -> None:
+    session.add(cursor)
+    session.flush()
+
+
+def latest_cursor(session: Session) -> SourceCursor | None:
+    return session.scalars(
+        select(SourceCursor).order_by(SourceCursor.last_success_at.desc()).limit(1)
+    ).first()
+
+
+def inbox_page(
+    session: Session,
+    *,
+    reader: str,
+    from_agent: str | None,
+    unread_only: bool,
+    now: datetime,
+    limit: int,
+) -> list[ProjectedMessage]:
+    """`reader`'s inbox as State Hub lists it: direct and broadcast, live, newest first.
+
+    Direct and broadcast rows are read as two index-ordered scans of
+    (to_agent, created_at, id), each stopping at `limit`, and merged here; one
+    query with `to_agent IN (…)` makes the planner sort the whole inbox instead.
+    The caller's transaction must be one snapshot (see `Database.read_only`).
+    """
+    conditions: list[ColumnElement[bool]] = [
+        ProjectedMessage.archived_at.is_(None),
+        or_(ProjectedMessage.expires_at.is_(None), ProjectedMessage.expires_at > now),
+    ]
+    if from_agent is not None:
+        conditions.append(ProjectedMessage.from_agent == from_agent)
+    direct = [ProjectedMessage.to_agent == reader, *conditions]
+    broadcast = [ProjectedMessage.to_agent == BROADCAST, *conditions]
+    if unread_only:
+        direct.append(ProjectedMessage.read_at.is_(None))
+        # A broadcast has no single read_at: it is read when *this reader's* receipt says so.
+        broadcast.append(
+            not_(
+                exists().where(
+                    ProjectedReceipt.message_id == ProjectedMessage.id,
+                    ProjectedReceipt.agent == reader,
+                    ProjectedReceipt.read_at.is_not(None),
+                )
+            )
+        )
+    newest_first = (ProjectedMessage.created_at.desc(), ProjectedMessage.id.desc())
+    scans = [
+        session.scalars(select(ProjectedMessage).where(*where).order_by(*newest_first).limit(limit))
+        for where in (direct, broadcast)
+    ]
+    merged = heapq.merge(*scans, key=lambda m: (m.created_at, m.id), reverse=True)
+    return list(itertools.islice(merged, limit))

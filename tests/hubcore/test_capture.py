@@ -1,0 +1,263 @@
+"""Capture: one consistent read-only view of State Hub, a private bundle, bodiless evidence."""
+
+from __future__ import annotations
+
+import json
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from agenthub.clock import FrozenClock
+from agenthub.db import make_engine
+from agenthub.hubcore import import_snapshot
+from agenthub.hubcore import repository as repo
+from agenthub.hubcore.bundlefile import evidence_path, write_bundle
+from agenthub.hubcore.capture import capture_from_database, capture_from_statehub
+from agenthub.hubcore.errors import CaptureFailed
+from agenthub.hubcore.store import Database
+from agenthub.statehub import migrate as statehub_migrate
+from agenthub.statehub.app import create_app as create_statehub
+from agenthub.statehub.settings import StateHubSettings
+from tests.hubcore.statehub_source import populate
+from tests.support.databases import require_pg, temporary_pg_database
+from tests.support.servers import live_server as serving
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+def source(statehub_url: str, clock: FrozenClock) -> Iterator[dict[str, str]]:
+    """A populated State Hub database; yields the ids of the interesting messages."""
+    settings = StateHubSettings(database_url=statehub_url)
+    with TestClient(create_statehub(settings, clock=clock)) as client:
+        yield populate(client, clock)
+
+
+def capture(url: str, clock: FrozenClock, **kwargs: Any) -> dict[str, Any]:
+    return capture_from_database(url, clock=clock, captured_by="tests", **kwargs)
+
+
+def test_capture_holds_every_row_archived_and_thread_roots_included(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock
+) -> None:
+    bundle = capture(statehub_url, clock)
+    ids = {m["id"] for m in bundle["messages"]}
+    assert set(source.values()) <= ids
+    assert bundle["count"] == len(bundle["messages"]) == 21
+    archived = {m["id"] for m in bundle["messages"] if m["archived_at"] is not None}
+    assert {source["archived"], source["freeze_v1"]} == archived
+    assert {(r["message_id"], r["agent"]) for r in bundle["receipts"]} >= {
+        (source["freeze_v1"], "state-hub"),
+        (source["runner"], "bob"),
+        (source["replied_broadcast"], "state-hub"),
+    }
+    assert bundle["source"]["instance"].startswith("statehub-")
+
+
+@pytest.fixture
+def statehub_before_feed(hubcore_url: str, tmp_path: Path) -> Iterator[str]:
+    """A State Hub database at migration 0001: the inbox before revision columns existed."""
+    stack = ExitStack()
+    if hubcore_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'statehub-0001.db'}"
+    else:
+        url = stack.enter_context(temporary_pg_database(require_pg(), prefix="agenthub_hcold"))
+    engine = make_engine(url)
+    try:
+        statehub_migrate.upgrade(engine, "0001_inbox_tables")
+        root, reply, broadcast = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        uid = (lambda u: u) if engine.dialect.name == "postgresql" else (lambda u: u.hex)
+        now = FrozenClock().now()
+        with engine.begin() as conn:
+            for mid, to, thread in (
+                (root, "state-hub", None),
+                (reply, "alice", root),
+                (broadcast, "*", None),
+            ):
+                conn.execute(
+                    text(
+                        "INSERT INTO agent_messages (id, from_agent, to_agent, subject, body, "
+                        "thread_id, kind, created_at) VALUES (:id, 'alice', :to, 's', 'b', "
+                        ":thread, 'message', :now)"
+                    ),
+                    {"id": uid(mid), "to": to, "thread": thread and uid(thread), "now": now},
+                )
+            conn.execute(
+                text(
+                    "INSERT INTO message_receipts (message_id, agent, read_at) "
+                    "VALUES (:id, 'state-hub', :now)"
+                ),
+                {"id": uid(broadcast), "now": now},
+            )
+            conn.execute(
+                text("INSERT INTO statehub_meta (key, value) VALUES ('instance_label', 'old-hub')")
+            )
+    finally:
+        engine.dispose()
+    with stack:
+        yield url
+
+
+def test_capture_without_a_revision_column_uses_one_capture_wide_revision(
+    statehub_before_feed: str, clock: FrozenClock, hubcore_db: Database
+) -> None:
+    bundle = capture(statehub_before_feed, clock)
+    assert bundle["count"] == 3 and bundle["receipts_count"] == 1
+    assert {m["revision"] for m in bundle["messages"]} == {0}
+    assert bundle["receipts"][0]["revision"] == 0
+    assert bundle["source"]["cursor"] == "v1:0"
+    assert bundle["source"]["revision_column"] is False
+    with hubcore_db.write() as session:
+        result = import_snapshot(session, bundle, expected_hash=bundle["content_hash"], apply=True)
+    assert result.outcome == "imported" and result.source_instance == "old-hub"
+
+
+def test_capture_keeps_each_rows_source_revision(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock, hubcore_db: Database
+) -> None:
+    engine = make_engine(statehub_url)
+    with engine.connect() as conn:
+        at_source = {
+            str(uuid.UUID(str(mid))): rev
+            for mid, rev in conn.execute(text("SELECT id, revision FROM agent_messages"))
+        }
+        high = max(
+            conn.execute(text("SELECT max(revision) FROM agent_messages")).scalar_one(),
+            conn.execute(text("SELECT max(revision) FROM message_receipts")).scalar_one(),
+        )
+    engine.dispose()
+    bundle = capture(statehub_url, clock)
+    revisions = {m["id"]: m["revision"] for m in bundle["messages"]}
+    assert revisions == at_source and len(set(revisions.values())) > 1
+    assert bundle["source"]["cursor"] == f"v1:{high}"
+    assert bundle["source"]["revision_column"] is True
+    with hubcore_db.write() as session:
+        import_snapshot(session, bundle, expected_hash=bundle["content_hash"], apply=True)
+    with hubcore_db.read_only() as session:
+        stored = {m["id"]: m["revision"] for m in repo.stored_messages(session)}
+        cursor = repo.latest_cursor(session)
+    assert stored == revisions
+    assert cursor is not None and cursor.high_water == f"v1:{high}"
+
+
+def test_capture_sees_one_view_even_while_state_hub_writes(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock
+) -> None:
+    engine = make_engine(statehub_url)
+    late = uuid.uuid4()
+
+    def write_during_capture(_rows: int) -> None:
+        with engine.begin() as conn:
+            if conn.execute(text("SELECT count(*) FROM agent_messages")).scalar_one() > 21:
+                return
+            conn.execute(
+                text(
+                    "INSERT INTO agent_messages (id, from_agent, to_agent, subject, body, kind, "
+                    "created_at) VALUES (:id, 'late', 'state-hub', 's', 'b', 'message', :now)"
+                ),
+                {
+                    "id": late if engine.dialect.name == "postgresql" else late.hex,
+                    "now": clock.now(),
+                },
+            )
+            conn.execute(
+                text("INSERT INTO message_receipts (message_id, agent) VALUES (:id, 'late')"),
+                {"id": late if engine.dialect.name == "postgresql" else late.hex},
+            )
+
+    try:
+        bundle = capture(statehub_url, clock, progress=write_during_capture)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM agent_messages")).scalar_one() == 22
+    finally:
+        engine.dispose()
+    assert str(late) not in {m["id"] for m in bundle["messages"]}
+    assert str(late) not in {r["message_id"] for r in bundle["receipts"]}
+    assert bundle["count"] == 21
+
+
+def test_bundle_is_private_and_evidence_holds_hashes_and_counts_only(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock, tmp_path: Path
+) -> None:
+    bundle = capture(statehub_url, clock)
+    out = tmp_path / "private" / "inbox.json"
+    evidence_file = write_bundle(bundle, out)
+    assert evidence_file == evidence_path(out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert json.loads(out.read_text()) == bundle
+    evidence_text = evidence_file.read_text()
+    evidence = json.loads(evidence_text)
+    assert evidence["content_hash"] == bundle["content_hash"]
+    assert evidence["count"] == 21 and evidence["receipts_count"] == bundle["receipts_count"]
+    for message in bundle["messages"]:
+        assert message["body"] not in evidence_text.split('"')
+        assert message["subject"] not in evidence_text.split('"')
+    assert statehub_url not in evidence_text and "postgresql://" not in evidence_text
+
+
+def test_capture_needs_to_know_which_state_hub_it_read(
+    statehub_url: str, clock: FrozenClock
+) -> None:
+    with pytest.raises(CaptureFailed, match="instance label"):
+        capture(statehub_url, clock)
+    bundle = capture(statehub_url, clock, source_instance="statehub-prod")
+    assert bundle["source"]["instance"] == "statehub-prod" and bundle["count"] == 0
+
+
+def test_capture_refuses_a_database_that_is_not_state_hubs(
+    hubcore_url: str, clock: FrozenClock
+) -> None:
+    with pytest.raises(CaptureFailed, match="no State Hub inbox tables"):
+        capture(hubcore_url, clock)
+
+
+def test_capture_from_statehub_matches_the_database_capture(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock
+) -> None:
+    from_db = capture(statehub_url, clock)
+    statehub = create_statehub(StateHubSettings(database_url=statehub_url), clock=clock)
+    with serving(statehub) as base:
+        from_feed = capture_from_statehub(base, clock=clock, captured_by="tests")
+    assert from_feed["content_hash"] == from_db["content_hash"]
+    assert from_feed["receipts_hash"] == from_db["receipts_hash"]
+    assert from_feed["source"]["cursor"] == from_db["source"]["cursor"]
+    assert from_feed["source"]["instance"] == from_db["source"]["instance"]
+    assert from_feed["source"]["via"] == "statehub-feed-snapshot"
+    assert from_feed["source"]["epoch"]
+
+
+def test_capture_from_statehub_refuses_another_contract(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock
+) -> None:
+    statehub = create_statehub(StateHubSettings(database_url=statehub_url), clock=clock)
+    with serving(statehub) as base:
+        snapshot = httpx.get(f"{base}/messages/feed/snapshot").json()
+    future = FastAPI()
+
+    @future.get("/messages/feed/snapshot")
+    def v2() -> dict[str, Any]:
+        return {**snapshot, "contract": "statehub.inbox-feed.v2"}
+
+    with serving(future) as base, pytest.raises(CaptureFailed, match="contract"):
+        capture_from_statehub(base, clock=clock, captured_by="tests")
+
+
+def test_capture_from_a_server_without_the_feed_says_so(clock: FrozenClock) -> None:
+    with serving(FastAPI()) as base, pytest.raises(CaptureFailed, match="answered 404"):
+        capture_from_statehub(base, clock=clock, captured_by="tests")
+    with pytest.raises(CaptureFailed, match="could not reach"):
+        capture_from_statehub(
+            base, clock=clock, captured_by="tests", client=httpx.Client(timeout=2)
+        )
