@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -87,3 +89,42 @@ def settings(database_url: str) -> StateHubSettings:
 def client(settings: StateHubSettings, clock: FrozenClock) -> Iterator[TestClient]:
     with TestClient(create_app(settings, clock=clock)) as test_client:
         yield test_client
+
+
+# -- helpers added for the inbox test suite ------------------------------------
+
+Message = dict[str, Any]
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """A timestamp from a response body, as an aware datetime (None stays None)."""
+    return None if value is None else datetime.fromisoformat(value)
+
+
+@pytest.fixture
+def send(client: TestClient) -> Callable[..., Message]:
+    """POST /messages/ with sensible defaults (alice → bob); fails the test unless 201."""
+
+    def _send(**fields: Any) -> Message:
+        body = {"from_agent": "alice", "to_agent": "bob", "subject": "hello", "body": "hi"}
+        body.update(fields)
+        response = client.post("/messages/", json=body)
+        assert response.status_code == 201, response.text
+        message: Message = response.json()
+        return message
+
+    return _send
+
+
+@pytest.fixture
+def add_alias(engine: Engine) -> Callable[[str, str], None]:
+    """Insert an identity alias the way an operator does: by SQL."""
+
+    def _add(alias: str, canonical: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(
+                text("insert into message_identity_aliases (alias, canonical) values (:a, :c)"),
+                {"a": alias, "c": canonical},
+            )
+
+    return _add
