@@ -17,6 +17,7 @@ from agenthub.statehub import migrate
 from agenthub.statehub.app import create_app
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
+from tests.support.databases import require_pg, temporary_pg_database
 
 DATA_TABLES = ("message_receipts", "agent_messages", "message_identity_aliases")
 
@@ -128,3 +129,14 @@ def add_alias(engine: Engine) -> Callable[[str, str], None]:
             )
 
     return _add
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no schema at all: a new SQLite path, or a new PostgreSQL database
+    (never the shared session database, so migrations can run up and down freely)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    with temporary_pg_database(require_pg(), prefix="agenthub_sh_mig") as url:
+        yield url
