@@ -27,16 +27,15 @@ class UTCDateTime(TypeDecorator[datetime]):
             raise TypeError(f"expected datetime, got {type(value).__name__}")
         if value.tzinfo is None:
             raise ValueError("naive datetime given where UTC is required")
-        value = value.astimezone(UTC)
+        aware: datetime = value.astimezone(UTC)
         if dialect.name == "sqlite":
-            return value.replace(tzinfo=None)
-        return value
+            return aware.replace(tzinfo=None)
+        return aware
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        moment: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)

@@ -6,9 +6,10 @@ Each public method is one transaction. Rules live here; SQL lives in
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
@@ -72,9 +73,12 @@ class InboxService:
             session.add(message)
             # A broadcast replaces its predecessor in the same transaction, so a
             # reader never sees both live (and the feed shows one revision).
-            if predecessor is not None and data.to_agent == BROADCAST:
-                if predecessor.archived_at is None:
-                    predecessor.archived_at = now
+            if (
+                predecessor is not None
+                and data.to_agent == BROADCAST
+                and predecessor.archived_at is None
+            ):
+                predecessor.archived_at = now
             return message
 
     def reply(self, message_id: uuid.UUID, data: ReplyCreate) -> AgentMessage:
@@ -110,7 +114,9 @@ class InboxService:
             message = self._require_for_update(session, message_id)
             if message.to_agent == BROADCAST and reader is not None:
                 canonical = repo.canonical_agent(session, reader)
-                repo.upsert_receipts(session, [message.id], canonical, delivered_at=now, read_at=now)
+                repo.upsert_receipts(
+                    session, [message.id], canonical, delivered_at=now, read_at=now
+                )
             elif message.read_at is None:
                 message.read_at = now
             return message
@@ -150,7 +156,10 @@ class InboxService:
         if query.to_agent is None and query.from_agent is None:
             raise InvalidRequest(
                 "to_agent is required unless from_agent is given",
-                hint="list an inbox with ?to_agent=<slug>, or a sender's messages with ?from_agent=<slug>",
+                hint=(
+                    "list an inbox with ?to_agent=<slug>, "
+                    "or a sender's messages with ?from_agent=<slug>"
+                ),
             )
         if query.to_agent is not None:
             _require_slug(query.to_agent, "to_agent")
@@ -166,7 +175,9 @@ class InboxService:
         unit = self.db.write() if stamping else self.db.read()
         with unit as session:
             to_values = (
-                repo.identity_values(session, query.to_agent) if query.to_agent is not None else None
+                repo.identity_values(session, query.to_agent)
+                if query.to_agent is not None
+                else None
             )
             from_values = (
                 repo.identity_values(session, query.from_agent)
@@ -193,7 +204,8 @@ class InboxService:
         with self.db.read() as session:
             return self._require(session, message_id)
 
-    def thread(self, message_id: uuid.UUID) -> list[AgentMessage]:
+    # `builtins.list`: inside this class `list` names the `list` method above.
+    def thread(self, message_id: uuid.UUID) -> builtins.list[AgentMessage]:
         with self.db.read() as session:
             message = self._require(session, message_id)
             return repo.thread_messages(session, message.thread_id or message.id)
@@ -215,13 +227,17 @@ class InboxService:
     def _require(self, session: Session, message_id: uuid.UUID) -> AgentMessage:
         message = repo.get_message(session, message_id)
         if message is None:
-            raise NotFound(f"message {message_id} not found", hint="check the id; no message has it")
+            raise NotFound(
+                f"message {message_id} not found", hint="check the id; no message has it"
+            )
         return message
 
     def _require_for_update(self, session: Session, message_id: uuid.UUID) -> AgentMessage:
         message = repo.get_message_for_update(session, message_id)
         if message is None:
-            raise NotFound(f"message {message_id} not found", hint="check the id; no message has it")
+            raise NotFound(
+                f"message {message_id} not found", hint="check the id; no message has it"
+            )
         return message
 
 

@@ -63,7 +63,9 @@ def list_messages(
 ) -> list[AgentMessage]:
     conditions: list[ColumnElement[bool]] = [not_expired(now)]
     if to_values is not None:
-        conditions.append(or_(AgentMessage.to_agent.in_(to_values), AgentMessage.to_agent == BROADCAST))
+        conditions.append(
+            or_(AgentMessage.to_agent.in_(to_values), AgentMessage.to_agent == BROADCAST)
+        )
     if from_values is not None:
         conditions.append(AgentMessage.from_agent.in_(from_values))
     if kind is not None:

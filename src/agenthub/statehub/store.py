@@ -33,18 +33,22 @@ class Database:
         with self.engine.connect() as conn:
             if self.sqlite:
                 conn.execution_options(sqlite_begin="IMMEDIATE")
-            with Session(bind=conn, expire_on_commit=False, autoflush=True) as session:
-                with session.begin():
-                    for hook in self.before_write:
-                        hook(session)
-                    yield session
-                    session.flush()
-                    for hook in self.before_commit:
-                        hook(session)
+            with (
+                Session(bind=conn, expire_on_commit=False, autoflush=True) as session,
+                session.begin(),
+            ):
+                for hook in self.before_write:
+                    hook(session)
+                yield session
+                session.flush()
+                for hook in self.before_commit:
+                    hook(session)
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        with self.engine.connect() as conn:
-            with Session(bind=conn, expire_on_commit=False) as session:
-                with session.begin():
-                    yield session
+        with (
+            self.engine.connect() as conn,
+            Session(bind=conn, expire_on_commit=False) as session,
+            session.begin(),
+        ):
+            yield session
