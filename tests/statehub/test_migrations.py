@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from agenthub.statehub.app import create_app
 from agenthub.statehub.models import Base
 from agenthub.statehub.settings import StateHubSettings
 
+SRC = Path(__file__).resolve().parents[2] / "src"
 INBOX_TABLES = {"agent_messages", "message_receipts", "message_identity_aliases", "statehub_meta"}
 
 
@@ -129,3 +133,26 @@ def test_cli_migrate_downgrade_to_base_empties_the_schema(tmp_path: Path) -> Non
 
     assert result.exit_code == 0, result.output
     assert "database at revision base" in result.output
+
+
+def test_servers_starting_at_once_on_an_empty_database_both_reach_head(
+    empty_database_url: str,
+) -> None:
+    # Three workers (or replicas) of a fresh deployment migrate on start together. They are
+    # separate processes, as in production (Alembic itself is not thread-safe).
+    env = {**os.environ, "STATEHUB_DATABASE_URL": empty_database_url}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "agenthub.cli", "statehub", "migrate"]
+
+    workers = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for _ in range(3)
+    ]
+    outputs = [worker.communicate(timeout=120)[0].decode() for worker in workers]
+
+    assert [worker.returncode for worker in workers] == [0, 0, 0], "\n".join(outputs)
+    engine = make_engine(empty_database_url)
+    try:
+        assert migrate.current_revision(engine) == migrate.head_revision()
+    finally:
+        engine.dispose()
