@@ -210,3 +210,30 @@ def test_racing_readers_each_get_their_own_receipt(server_url: str, engine: Engi
     rows = receipt_rows(engine, message_id)
     assert sorted(r.agent for r in rows) == agents
     assert all(r.delivered_at is not None and r.read_at is None for r in rows)
+
+
+def test_racing_archives_all_report_the_first_archived_at(server_url: str) -> None:
+    message_id = broadcast(server_url)
+
+    def archive(http: httpx.Client) -> httpx.Response:
+        return http.patch(f"/messages/{message_id}/archive")
+
+    responses = race([archive] * THREADS, server_url)
+
+    assert [r.status_code for r in responses] == [200] * THREADS
+    assert len({r.json()["archived_at"] for r in responses}) == 1
+
+
+def test_racing_direct_reads_all_report_the_first_read_at(server_url: str) -> None:
+    with httpx.Client(base_url=server_url) as http:
+        message_id = http.post(
+            "/messages/", json={"from_agent": "a", "to_agent": "bob", "subject": "s", "body": "b"}
+        ).json()["id"]
+
+    def read(http: httpx.Client) -> httpx.Response:
+        return http.patch(f"/messages/{message_id}/read")
+
+    responses = race([read] * THREADS, server_url)
+
+    assert [r.status_code for r in responses] == [200] * THREADS
+    assert len({r.json()["read_at"] for r in responses}) == 1

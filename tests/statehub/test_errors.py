@@ -236,3 +236,10 @@ def test_wrong_method_is_405(client: TestClient, send, method: str, path: str) -
     message = send()
 
     assert client.request(method, path.format(id=message["id"])).status_code == 405
+
+
+def test_body_over_256_kib_is_422_and_writes_nothing(client: TestClient, engine: Engine) -> None:
+    response = client.post("/messages/", json={**VALID, "body": "x" * (256 * 1024 + 1)})
+
+    assert response.status_code == 422
+    assert count_rows(engine) == (0, 0)
