@@ -243,3 +243,38 @@ def test_body_over_256_kib_is_422_and_writes_nothing(client: TestClient, engine:
 
     assert response.status_code == 422
     assert count_rows(engine) == (0, 0)
+
+
+@pytest.mark.parametrize("field", ["subject", "body"])
+def test_nul_character_in_text_is_422_on_every_database(
+    client: TestClient, engine: Engine, field: str
+) -> None:
+    # PostgreSQL text cannot hold NUL; SQLite could, so both must refuse it up front.
+    response = client.post("/messages/", json={**VALID, field: "before\x00after"})
+
+    assert response.status_code == 422
+    assert "NUL" in str(response.json()["detail"])
+    assert count_rows(engine) == (0, 0)
+
+
+@pytest.mark.parametrize("field", ["subject", "body"])
+def test_nul_character_in_a_reply_is_422_and_writes_nothing(
+    client: TestClient, send, engine: Engine, field: str
+) -> None:
+    original = send()
+
+    response = client.post(
+        f"/messages/{original['id']}/reply",
+        json={"from_agent": "bob", "body": "ok", field: "a\x00b"},
+    )
+
+    assert response.status_code == 422
+    assert count_rows(engine) == (1, 0)
+
+
+@pytest.mark.parametrize("kind", ["a\x00b", "Not A Kind", "x" * 33])
+def test_list_with_a_kind_no_message_can_have_is_422(client: TestClient, kind: str) -> None:
+    response = client.get("/messages/", params={"to_agent": "bob", "kind": kind})
+
+    assert response.status_code == 422
+    assert response.json()["hint"]
