@@ -272,6 +272,17 @@ def test_nul_character_in_a_reply_is_422_and_writes_nothing(
     assert count_rows(engine) == (1, 0)
 
 
+@pytest.mark.parametrize("expires_at", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-02:00"])
+def test_expires_at_that_leaves_the_utc_calendar_is_422(
+    client: TestClient, engine: Engine, expires_at: str
+) -> None:
+    response = client.post("/messages/", json={**VALID, "expires_at": expires_at})
+
+    assert response.status_code == 422
+    assert "expires_at" in {part for error in response.json()["detail"] for part in error["loc"]}
+    assert count_rows(engine) == (0, 0)
+
+
 @pytest.mark.parametrize("kind", ["a\x00b", "Not A Kind", "x" * 33])
 def test_list_with_a_kind_no_message_can_have_is_422(client: TestClient, kind: str) -> None:
     response = client.get("/messages/", params={"to_agent": "bob", "kind": kind})

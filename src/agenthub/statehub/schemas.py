@@ -33,7 +33,10 @@ def _utc(value: datetime | None) -> datetime | None:
         return None
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("timestamp is outside years 1-9999 once converted to UTC") from None
 
 
 def _no_nul(value: str) -> str:
