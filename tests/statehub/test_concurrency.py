@@ -237,3 +237,33 @@ def test_racing_direct_reads_all_report_the_first_read_at(server_url: str) -> No
 
     assert [r.status_code for r in responses] == [200] * THREADS
     assert len({r.json()["read_at"] for r in responses}) == 1
+
+
+def test_one_reader_reading_acking_and_listing_a_broadcast_at_once_never_fails(
+    server_url: str, engine: Engine
+) -> None:
+    # The same agent's read mark, ack, reply and delivery stamp all write one receipt;
+    # none of them may deadlock another (on PostgreSQL a row lock on the message
+    # must not block the receipts' foreign-key checks).
+    for _ in range(ROUNDS):
+        message_id = broadcast(server_url)
+
+        def mark_read(http: httpx.Client, message_id: str = message_id) -> httpx.Response:
+            return http.patch(f"/messages/{message_id}/read", params={"reader": "bob"})
+
+        def ack(http: httpx.Client, message_id: str = message_id) -> httpx.Response:
+            return http.post(f"/messages/{message_id}/ack", params={"agent": "bob"})
+
+        def reply(http: httpx.Client, message_id: str = message_id) -> httpx.Response:
+            return http.post(
+                f"/messages/{message_id}/reply", json={"from_agent": "bob", "body": "seen"}
+            )
+
+        def deliver(http: httpx.Client) -> httpx.Response:
+            return http.get("/messages/", params={"to_agent": "bob", "unread_only": "true"})
+
+        responses = race([mark_read, ack, reply, deliver] * (THREADS // 4), server_url)
+
+        assert all(r.status_code < 300 for r in responses), [r.text for r in responses]
+        [row] = receipt_rows(engine, message_id)
+        assert row.read_at is not None and row.acknowledged_at is not None
