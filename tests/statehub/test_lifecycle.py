@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
+import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from agenthub.clock import FrozenClock
 from tests.statehub.conftest import parse_ts
@@ -305,3 +307,37 @@ def test_receipts_are_kept_under_the_canonical_slug(
     assert [r["agent"] for r in receipts(engine, broadcast["id"])] == ["bob"]
     unread = client.get("/messages/", params={"to_agent": "bob", "unread_only": "true"}).json()
     assert unread == []
+
+
+# -- how receipts are written ---------------------------------------------------
+
+
+@pytest.fixture
+def receipt_statements() -> Iterator[list[str]]:
+    """Every SQL statement that writes message_receipts, on any engine, while the test runs."""
+    seen: list[str] = []
+
+    def capture(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if "message_receipts" in statement and not statement.lstrip().upper().startswith("SELECT"):
+            seen.append(" ".join(statement.split()).upper())
+
+    event.listen(Engine, "before_cursor_execute", capture)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", capture)
+
+
+def test_every_receipt_write_is_one_on_conflict_coalesce_upsert(
+    client: TestClient, send, receipt_statements: list[str]
+) -> None:
+    broadcast = send(to_agent="*")
+
+    client.get("/messages/", params={"to_agent": "bob", "unread_only": "true"})
+    client.patch(f"/messages/{broadcast['id']}/read", params={"reader": "bob"})
+    client.post(f"/messages/{broadcast['id']}/ack", params={"agent": "bob"})
+    client.post(f"/messages/{broadcast['id']}/reply", json={"from_agent": "carol", "body": "x"})
+
+    assert len(receipt_statements) == 4
+    for statement in receipt_statements:
+        assert statement.startswith("INSERT INTO MESSAGE_RECEIPTS")
+        assert "ON CONFLICT (MESSAGE_ID, AGENT) DO UPDATE" in statement
+        assert "COALESCE(MESSAGE_RECEIPTS." in statement
