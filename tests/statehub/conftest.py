@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,6 +17,7 @@ from agenthub.statehub import migrate
 from agenthub.statehub.app import create_app
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
+from tests.support.databases import require_pg, temporary_pg_database
 
 DATA_TABLES = ("message_receipts", "agent_messages", "message_identity_aliases")
 
@@ -91,3 +94,53 @@ def settings(database_url: str) -> StateHubSettings:
 def client(settings: StateHubSettings, clock: FrozenClock) -> Iterator[TestClient]:
     with TestClient(create_app(settings, clock=clock)) as test_client:
         yield test_client
+
+
+# -- helpers added for the inbox test suite ------------------------------------
+
+Message = dict[str, Any]
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """A timestamp from a response body, as an aware datetime (None stays None)."""
+    return None if value is None else datetime.fromisoformat(value)
+
+
+@pytest.fixture
+def send(client: TestClient) -> Callable[..., Message]:
+    """POST /messages/ with sensible defaults (alice → bob); fails the test unless 201."""
+
+    def _send(**fields: Any) -> Message:
+        body = {"from_agent": "alice", "to_agent": "bob", "subject": "hello", "body": "hi"}
+        body.update(fields)
+        response = client.post("/messages/", json=body)
+        assert response.status_code == 201, response.text
+        message: Message = response.json()
+        return message
+
+    return _send
+
+
+@pytest.fixture
+def add_alias(engine: Engine) -> Callable[[str, str], None]:
+    """Insert an identity alias the way an operator does: by SQL."""
+
+    def _add(alias: str, canonical: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(
+                text("insert into message_identity_aliases (alias, canonical) values (:a, :c)"),
+                {"a": alias, "c": canonical},
+            )
+
+    return _add
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no schema at all: a new SQLite path, or a new PostgreSQL database
+    (never the shared session database, so migrations can run up and down freely)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        return
+    with temporary_pg_database(require_pg(), prefix="agenthub_sh_mig") as url:
+        yield url

@@ -6,6 +6,7 @@ Each public method is one transaction. Rules live here; SQL lives in
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,7 +17,7 @@ from agenthub.clock import Clock
 from agenthub.statehub import repository as repo
 from agenthub.statehub.errors import InvalidRequest, NotFound
 from agenthub.statehub.models import AgentMessage, MessageReceipt
-from agenthub.statehub.schemas import MessageCreate, ReplyCreate
+from agenthub.statehub.schemas import KIND_PATTERN, MessageCreate, ReplyCreate
 from agenthub.statehub.slugs import BROADCAST, SLUG_HINT, is_slug
 from agenthub.statehub.store import Database
 
@@ -153,12 +154,20 @@ class InboxService:
         if query.to_agent is None and query.from_agent is None:
             raise InvalidRequest(
                 "to_agent is required unless from_agent is given",
-                hint="list an inbox with ?to_agent=<slug>, or a sender's messages with ?from_agent=<slug>",
+                hint=(
+                    "list an inbox with ?to_agent=<slug>, "
+                    "or a sender's messages with ?from_agent=<slug>"
+                ),
             )
         if query.to_agent is not None:
             _require_slug(query.to_agent, "to_agent")
         if query.from_agent is not None:
             _require_slug(query.from_agent, "from_agent")
+        if query.kind is not None and not re.fullmatch(KIND_PATTERN, query.kind):
+            raise InvalidRequest(
+                f"invalid kind {query.kind!r}",
+                hint="kinds are 1-32 lowercase letters, digits, '.', '_' or '-' (e.g. news)",
+            )
         if not 1 <= query.limit <= MAX_LIST_LIMIT:
             raise InvalidRequest(
                 f"limit {query.limit} is out of range", hint=f"use 1..{MAX_LIST_LIMIT}"

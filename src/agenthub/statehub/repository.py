@@ -23,7 +23,10 @@ def get_message(session: Session, message_id: uuid.UUID) -> AgentMessage | None:
 def get_message_for_update(session: Session, message_id: uuid.UUID) -> AgentMessage | None:
     stmt = select(AgentMessage).where(AgentMessage.id == message_id)
     if session.get_bind().dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
+        # FOR NO KEY UPDATE, not FOR UPDATE: it still serializes writers of this row,
+        # but lets receipts' foreign-key checks (FOR KEY SHARE) through; FOR UPDATE
+        # deadlocked a read mark against a concurrent ack or delivery stamp.
+        stmt = stmt.with_for_update(key_share=True)
     return session.scalars(stmt).one_or_none()
 
 

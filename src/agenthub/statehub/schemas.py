@@ -33,12 +33,23 @@ def _utc(value: datetime | None) -> datetime | None:
         return None
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("timestamp is outside years 1-9999 once converted to UTC") from None
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot store NUL; refuse it on every database alike.
+    if "\x00" in value:
+        raise ValueError("text must not contain NUL (\\u0000) characters")
+    return value
 
 
 AgentSlug = Annotated[str, AfterValidator(_slug)]
 Recipient = Annotated[str, AfterValidator(_recipient)]
 UTCTimestamp = Annotated[datetime | None, AfterValidator(_utc)]
+PlainText = Annotated[str, AfterValidator(_no_nul)]
 
 
 class MessageCreate(BaseModel):
@@ -46,8 +57,8 @@ class MessageCreate(BaseModel):
 
     from_agent: AgentSlug
     to_agent: Recipient
-    subject: str = Field(max_length=MAX_SUBJECT)
-    body: str = Field(max_length=MAX_BODY)
+    subject: PlainText = Field(max_length=MAX_SUBJECT)
+    body: PlainText = Field(max_length=MAX_BODY)
     kind: str = Field(default="message", pattern=KIND_PATTERN)
     thread_id: uuid.UUID | None = None
     expires_at: UTCTimestamp = None
@@ -58,8 +69,8 @@ class ReplyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     from_agent: AgentSlug
-    body: str = Field(max_length=MAX_BODY)
-    subject: str | None = Field(default=None, max_length=MAX_SUBJECT)
+    body: PlainText = Field(max_length=MAX_BODY)
+    subject: PlainText | None = Field(default=None, max_length=MAX_SUBJECT)
 
 
 class MessageRead(BaseModel):

@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from agenthub.db import make_engine
+from agenthub.statehub.migrate import include_object
 from agenthub.statehub.models import Base
 
 config = context.config
@@ -17,6 +18,7 @@ def _run(connection: Connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
+        include_object=include_object,
         transaction_per_migration=True,
     )
     with context.begin_transaction():
