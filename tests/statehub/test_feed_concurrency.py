@@ -28,6 +28,8 @@ from tests.support.databases import require_pg, temporary_pg_database
 
 WRITERS = 8
 TRANSACTIONS_PER_WRITER = 25
+# How long a writer keeps its transaction open after drawing a revision.
+HOLD_S = 0.012
 PLAIN_NEXTVAL = """
 CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
 LANGUAGE sql AS $$ SELECT nextval('inbox_revision_seq') $$;
@@ -57,13 +59,13 @@ def _write_load(db: Database, seed: int) -> None:
                 )
             if mine and rng.random() < 0.3:
                 repository.upsert_receipts(session, [rng.choice(mine)], f"r{seed}", read_at=now)
-            time.sleep(rng.random() * 0.004)
+            time.sleep(rng.random() * HOLD_S)
         mine.append(message.id)
 
 
 def _follow_while_writing(db: Database) -> tuple[Image, dict[str, object]]:
     feed = FeedService(db, SystemClock(), "concurrency")
-    image = Image()
+    image = Image.from_snapshot(feed.snapshot())
     writers = [threading.Thread(target=_write_load, args=(db, seed)) for seed in range(WRITERS)]
     for thread in writers:
         thread.start()
@@ -71,12 +73,19 @@ def _follow_while_writing(db: Database) -> tuple[Image, dict[str, object]]:
         image.apply(feed.page(image.cursor, limit=50))
     for thread in writers:
         thread.join()
+    # Catch up. Under `xid` a revision is served once every older transaction in
+    # the cluster has ended, so an unrelated open transaction can delay (never
+    # drop) the tail: keep following until the image holds the final snapshot.
+    final = feed.snapshot()
+    deadline = time.monotonic() + 3
     while True:
         page = feed.page(image.cursor, limit=5000)
         image.apply(page)
-        if not page["changes"]:
+        if not page["changes"] and (same_rows(image, final) or time.monotonic() > deadline):
             break
-    return image, feed.snapshot()
+        if not page["changes"]:
+            time.sleep(0.05)
+    return image, final
 
 
 @pytest.fixture

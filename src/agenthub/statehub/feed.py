@@ -173,9 +173,8 @@ class Position:
     instance: str
     epoch: str
     source_time: datetime
+    # Every revision at or below it is final and may be served.
     high_water: int
-    # Highest revision that may be served: every revision at or below it is final.
-    bound: int
     compacted_before: int
 
     def envelope(self) -> dict[str, Any]:
@@ -237,7 +236,10 @@ class FeedService:
         else:
             source_time = session.execute(text("SELECT now()")).scalar_one()
         bound = self._bound(session, state)
-        high_water = self._max_revision(session, bound)
+        # `xid`: the bound itself. Rows keep only their latest revision, so the
+        # highest revision visible below the bound can fall when such a row is
+        # updated by a transaction not yet final; the bound never falls.
+        high_water = self._max_revision(session, None) if bound is None else bound
         cutoff = self.clock.now() - TOMBSTONE_HORIZON
         compacted: int = session.execute(
             select(func.coalesce(func.max(_T.revision).filter(_T.deleted_at < cutoff), 0))
@@ -250,7 +252,6 @@ class FeedService:
             epoch=source.epoch(session, state),
             source_time=source_time,
             high_water=high_water,
-            bound=high_water if bound is None else bound,
             compacted_before=max(int(compacted), int(compacted_receipts)),
         )
 
@@ -296,8 +297,8 @@ class FeedService:
             except FeedError as exc:
                 exc.position = pos.envelope()
                 raise
-            changes, last = self._changes(session, after_revision, pos.bound, limit)
-            has_more = last < pos.bound and self._any_after(session, last, pos.bound)
+            changes, last = self._changes(session, after_revision, pos.high_water, limit)
+            has_more = last < pos.high_water and self._any_after(session, last, pos.high_water)
             return {
                 **pos.envelope(),
                 "next_cursor": cursor.encode(last) if changes else after,
