@@ -5,7 +5,7 @@ direct, broadcast, replies, archived, with broadcast receipts), then measures,
 each phase in its own process so peak RSS is that phase's alone:
 
   capture   `capture --source-db` into a bundle file (seconds, peak RSS)
-  feed cap  `capture --from-statehub` against `statehub serve` (seconds, peak RSS
+  feed cap  `capture --from-statehub --page-size 5000` against `statehub serve` (seconds, peak RSS
             of the capturing process; its content hash must equal the above)
   import    `import --apply` into an empty hub-core (seconds, peak RSS)
   reads     GET /ports/projections/statehub-inbox against `hubcore serve`
@@ -53,6 +53,7 @@ from agenthub.statehub.models import AgentMessage, MessageReceipt  # noqa: E402
 READER = "state-hub"
 TOKEN = "bench-token"
 SENDERS = ["alice", "bob", "carol", "dave", "ops"]
+FEED_PAGE = 5000
 
 
 def peak_rss_mb() -> float:
@@ -127,7 +128,9 @@ def phase_capture(source: str, out: str) -> dict[str, Any]:
 
 def phase_capture_feed(base_url: str, out: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    bundle = capture_from_statehub(base_url, clock=SystemClock(), captured_by="bench")
+    bundle = capture_from_statehub(
+        base_url, clock=SystemClock(), captured_by="bench", page_size=FEED_PAGE
+    )
     write_bundle(bundle, Path(out))
     return {
         "seconds": time.perf_counter() - t0,

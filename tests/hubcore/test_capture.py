@@ -238,6 +238,22 @@ def test_capture_from_statehub_matches_the_database_capture(
     assert from_feed["source"]["epoch"]
 
 
+def test_capture_from_statehub_in_pages_matches_the_single_response(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock
+) -> None:
+    statehub = create_statehub(StateHubSettings(database_url=statehub_url), clock=clock)
+    seen: list[int] = []
+    with serving(statehub) as base:
+        whole = capture_from_statehub(base, clock=clock, captured_by="tests")
+        paged = capture_from_statehub(
+            base, clock=clock, captured_by="tests", page_size=4, progress=seen.append
+        )
+    assert len(seen) > 5 and sum(seen) == whole["count"] + whole["receipts_count"]
+    assert paged["content_hash"] == whole["content_hash"]
+    assert paged["receipts_hash"] == whole["receipts_hash"]
+    assert paged["source"]["cursor"] == whole["source"]["cursor"]
+
+
 def test_capture_from_statehub_refuses_another_contract(
     statehub_url: str, source: dict[str, str], clock: FrozenClock
 ) -> None:

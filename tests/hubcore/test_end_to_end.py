@@ -59,7 +59,18 @@ def test_captured_inbox_reads_the_same_through_hub_core(
     with serving(statehub) as statehub_base, httpx.Client(base_url=statehub_base) as source:
         ids = populate(source, clock)
         run(["hubcore", "capture", "--source-db", statehub_url, "--out", str(db_bundle)])
-        run(["hubcore", "capture", "--from-statehub", statehub_base, "--out", str(feed_bundle)])
+        run(
+            [
+                "hubcore",
+                "capture",
+                "--from-statehub",
+                statehub_base,
+                "--page-size",
+                "7",
+                "--out",
+                str(feed_bundle),
+            ]
+        )
         clock.advance((datetime.now(UTC) - clock.now()).total_seconds())
         # The oracle: State Hub's own answers over the same frozen rows.
         oracle = [

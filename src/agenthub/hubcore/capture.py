@@ -246,6 +246,63 @@ def _normalized(
     return out
 
 
+def _get_json(http: httpx.Client, url: str, params: dict[str, Any]) -> Mapping[str, Any]:
+    try:
+        response = http.get(url, params=params, headers={"Accept": "application/json"})
+    except httpx.HTTPError as exc:
+        raise CaptureFailed(
+            f"could not reach State Hub at {url}: {type(exc).__name__}",
+            hint="check --from-statehub and that State Hub is running",
+        ) from None
+    if response.status_code != 200:
+        raise CaptureFailed(
+            f"State Hub answered {response.status_code} for {SNAPSHOT_PATH}",
+            hint="State Hub must serve the inbox change feed (contract statehub.inbox-feed.v1); "
+            "a paged capture that idled too long must start again",
+        )
+    try:
+        body = response.json()
+    except ValueError:
+        raise CaptureFailed(f"{SNAPSHOT_PATH} did not return JSON") from None
+    if not isinstance(body, Mapping) or body.get("contract") != FEED_CONTRACT:
+        found = body.get("contract") if isinstance(body, Mapping) else None
+        raise CaptureFailed(
+            f"feed snapshot contract is {found!r}, expected {FEED_CONTRACT!r}",
+            hint="this capture speaks only feed contract v1",
+        )
+    return body
+
+
+def _fetch_paged(
+    http: httpx.Client, url: str, page_size: int, progress: Progress | None
+) -> dict[str, Any]:
+    """Follow `?page_size=` pages of one pinned image and join them into the single shape."""
+    page = _get_json(http, url, {"page_size": page_size})
+    head = dict(page)
+    parts: dict[str, list[Any]] = {"messages": [], "receipts": [], "tombstones": []}
+    while True:
+        if page.get("snapshot_id") != head.get("snapshot_id"):
+            raise CaptureFailed(
+                "the paged snapshot changed image between pages",
+                hint="capture again; every page must continue one pinned image",
+            )
+        rows = page.get("rows")
+        if not isinstance(rows, list):
+            raise CaptureFailed(
+                "a snapshot page has no rows list", hint="check State Hub's version"
+            )
+        for row in rows:
+            if isinstance(row, Mapping):
+                parts.setdefault(str(row.get("part")), []).append(row.get("state"))
+        if progress is not None:
+            progress(len(rows))
+        token = page.get("next_page")
+        if token is None:
+            break
+        page = _get_json(http, url, {"page": token, "page_size": page_size})
+    return {**head, **parts, "count": page.get("count"), "content_hash": page.get("content_hash")}
+
+
 def capture_from_statehub(
     base_url: str,
     *,
@@ -253,36 +310,25 @@ def capture_from_statehub(
     captured_by: str,
     client: httpx.Client | None = None,
     timeout: float = 120.0,
+    page_size: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Fetch `GET /messages/feed/snapshot` (one consistent image) and turn it into a bundle."""
+    """Fetch `GET /messages/feed/snapshot` (one consistent image) and turn it into a bundle.
+
+    With `page_size` the image comes in pages of that many rows (State Hub pins
+    one image for the whole walk), so no single response holds the inbox.
+    """
     url = base_url.rstrip("/") + SNAPSHOT_PATH
     owned = client is None
     http = client or httpx.Client(timeout=timeout)
     try:
-        response = http.get(url, headers={"Accept": "application/json"})
-    except httpx.HTTPError as exc:
-        raise CaptureFailed(
-            f"could not reach State Hub at {base_url}: {type(exc).__name__}",
-            hint="check --from-statehub and that State Hub is running",
-        ) from None
+        if page_size is None:
+            snapshot: Mapping[str, Any] = _get_json(http, url, {})
+        else:
+            snapshot = _fetch_paged(http, url, page_size, progress)
     finally:
         if owned:
             http.close()
-    if response.status_code != 200:
-        raise CaptureFailed(
-            f"State Hub answered {response.status_code} for {SNAPSHOT_PATH}",
-            hint="State Hub must serve the inbox change feed (contract statehub.inbox-feed.v1)",
-        )
-    try:
-        snapshot = response.json()
-    except ValueError:
-        raise CaptureFailed(f"{SNAPSHOT_PATH} did not return JSON") from None
-    if not isinstance(snapshot, Mapping) or snapshot.get("contract") != FEED_CONTRACT:
-        found = snapshot.get("contract") if isinstance(snapshot, Mapping) else None
-        raise CaptureFailed(
-            f"feed snapshot contract is {found!r}, expected {FEED_CONTRACT!r}",
-            hint="this capture speaks only feed contract v1",
-        )
     for key in ("source_instance", "source_time", "cursor", "messages", "receipts", "tombstones"):
         if key not in snapshot:
             raise CaptureFailed(f"feed snapshot lacks {key!r}", hint="check State Hub's version")

@@ -61,6 +61,12 @@ def capture(
     captured_by: str | None = typer.Option(
         None, "--captured-by", help="Who captured (default user@host)."
     ),
+    page_size: int | None = typer.Option(
+        None,
+        "--page-size",
+        min=1,
+        help="With --from-statehub: fetch the snapshot in pages of this many rows.",
+    ),
 ) -> None:
     """Capture a State Hub inbox into a snapshot bundle plus a hashes-only evidence file."""
     from agenthub.hubcore.bundlefile import write_bundle
@@ -83,8 +89,14 @@ def capture(
                 )
         else:
             assert from_statehub is not None
-            with console.status("fetching the feed snapshot"):
-                bundle = capture_from_statehub(from_statehub, clock=clock, captured_by=who)
+            with _progress("fetching the feed snapshot", None) as advance:
+                bundle = capture_from_statehub(
+                    from_statehub,
+                    clock=clock,
+                    captured_by=who,
+                    page_size=page_size,
+                    progress=advance,
+                )
     except HubCoreError as exc:
         _fail(exc)
     evidence = write_bundle(bundle, out)
