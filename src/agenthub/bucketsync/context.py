@@ -1,0 +1,105 @@
+"""`Hub`: the wiring every service module shares (settings, ports, caches, limiters)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from agenthub.bucketsync.audit import AuditLog
+from agenthub.bucketsync.dedup import PromotionDedup
+from agenthub.bucketsync.identity import Identity
+from agenthub.bucketsync.limiter import CompoundLimiter, Rate
+from agenthub.bucketsync.notify import InProcessNotifier, Notifier
+from agenthub.bucketsync.readmodel import ReadModel
+from agenthub.bucketsync.settings import BucketSyncSettings
+from agenthub.bucketsync.stamps import StampIssuer
+from agenthub.bucketsync.storage import Batch, BucketStore, FileEntry
+from agenthub.clock import Clock
+
+
+@dataclass(frozen=True)
+class CallerInfo:
+    """Request metadata the audit log may record (two-org mode only)."""
+
+    ip: str | None = None
+    user_agent: str | None = None
+
+
+@dataclass
+class Limiters:
+    source_writes: CompoundLimiter
+    raw_messages: CompoundLimiter
+    registration: CompoundLimiter
+
+    @classmethod
+    def standard(cls, clock: Clock) -> Limiters:
+        return cls(
+            # Seed §5: "20/min burst, 60/min sustained", keyed by source bucket.
+            source_writes=CompoundLimiter(
+                "bucket-source write", [Rate(20, 60.0), Rate(60, 60.0)], clock
+            ),
+            # 5/min and 30/hr per agent_id; the hourly bucket refills 1 token per 2 min.
+            raw_messages=CompoundLimiter("raw message", [Rate(5, 60.0), Rate(30, 3600.0)], clock),
+            registration=CompoundLimiter("registration", [Rate(3, 60.0)], clock),
+        )
+
+
+@dataclass
+class Hub:
+    settings: BucketSyncSettings
+    store: BucketStore
+    identity: Identity
+    clock: Clock
+    read_model: ReadModel
+    audit: AuditLog
+    limiters: Limiters
+    dedup: PromotionDedup
+    stamps: StampIssuer
+    notifier: Notifier | None = field(default_factory=InProcessNotifier)
+
+    @property
+    def central(self) -> str:
+        return self.settings.central_bucket
+
+    def write_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
+        """Write files to the central bucket in ONE batch (in the given order, so callers put
+        the file that makes a write visible last) and insert them into the read model."""
+        self.store.write_batch(self.central, Batch(adds=list(adds)))
+        written = []
+        for path, data in adds:
+            entry = FileEntry(
+                path=path, size=len(data), content_hash=hashlib.sha256(data).hexdigest()
+            )
+            folder = path.split("/", 1)[0] + "/"
+            self.read_model.register_folder(folder)
+            self.read_model.write_through(folder, entry, data)
+            written.append(entry)
+        return written
+
+
+def build_hub(
+    settings: BucketSyncSettings,
+    store: BucketStore,
+    identity: Identity,
+    clock: Clock,
+    *,
+    notifier: Notifier | None = None,
+) -> Hub:
+    return Hub(
+        settings=settings,
+        store=store,
+        identity=identity,
+        clock=clock,
+        read_model=ReadModel(
+            store,
+            settings.central_bucket,
+            clock,
+            ttl_s=settings.listing_ttl_s,
+            content_cache_max_bytes=settings.content_cache_max_bytes,
+        ),
+        audit=AuditLog(store, settings.audit_bucket, clock, two_org=settings.audit_two_org),
+        limiters=Limiters.standard(clock),
+        dedup=PromotionDedup(settings.dedup_lru_size),
+        stamps=StampIssuer(clock),
+        notifier=notifier if notifier is not None else InProcessNotifier(),
+    )
