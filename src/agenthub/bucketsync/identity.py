@@ -90,12 +90,15 @@ class LocalIdentity:
         digest = _token_digest(token)
         for name, record in self._load().items():
             if secrets.compare_digest(str(record.get("token_sha256", "")), digest):
-                return Caller(
-                    user=name, email=record.get("email"), orgs={self._org: record.get("role")}
-                )
+                return Caller(user=name, email=record.get("email"), orgs=self._orgs(record))
         raise Unauthorized(
             "the token is not valid", hint="ask the organizer for a token (bucketsync users add)"
         )
+
+    def _orgs(self, record: dict[str, str | None]) -> dict[str, str | None]:
+        role = record.get("role")
+        # A user whose membership was revoked (role null) keeps a token but is in no org.
+        return {self._org: role} if role else {}
 
     def org_role(self, org: str, user: str, email: str | None = None) -> str | None:
         if org != self._org:
