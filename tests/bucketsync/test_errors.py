@@ -9,6 +9,8 @@ import pytest
 from agenthub.bucketsync.errors import StorageUnavailable
 from tests.bucketsync.conftest import World
 
+JSON = {"Content-Type": "application/json"}
+
 
 def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
