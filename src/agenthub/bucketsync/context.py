@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 
 from agenthub.bucketsync.audit import AuditLog
 from agenthub.bucketsync.dedup import PromotionDedup
+from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity import Identity
 from agenthub.bucketsync.limiter import CompoundLimiter, Rate
 from agenthub.bucketsync.notify import InProcessNotifier, Notifier
@@ -15,6 +17,8 @@ from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.stamps import StampIssuer
 from agenthub.bucketsync.storage import Batch, BucketStore, FileEntry
 from agenthub.clock import Clock
+
+log = logging.getLogger("agenthub.bucketsync")
 
 
 @dataclass(frozen=True)
@@ -56,20 +60,45 @@ class Hub:
     dedup: PromotionDedup
     stamps: StampIssuer
     notifier: Notifier | None = field(default_factory=InProcessNotifier)
+    repairs_pending: int = 0
 
     @property
     def central(self) -> str:
         return self.settings.central_bucket
 
     def write_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
-        """Write files to the central bucket in ONE batch (in the given order, so callers put
-        the file that makes a write visible last) and insert them into the read model."""
-        self.store.write_batch(self.central, Batch(adds=list(adds)))
+        """Write files to the central bucket in ONE batch, in the given order (callers put
+        the file that makes a write visible last), and insert them into the read model.
+
+        HF batches are not transactional. If everything but some leading files landed, the
+        write counts as committed: the missing files are retried once, and if they still
+        fail the loss is logged and counted (`backfill-inbox` repairs inbox copies). If the
+        last file failed, nothing became visible and the error propagates (503)."""
+        try:
+            self.store.write_batch(self.central, Batch(adds=list(adds)))
+            failed: set[str] = set()
+        except PartialWrite as exc:
+            failed = set(exc.failed)
+            if not adds or adds[-1][0] in failed:
+                raise
+            retry = [(path, data) for path, data in adds if path in failed]
+            try:
+                self.store.write_batch(self.central, Batch(adds=retry))
+                failed = set()
+            except StorageUnavailable as again:
+                self.repairs_pending += len(failed)
+                log.error(
+                    "committed write left %d files unwritten: %s (%s)",
+                    len(failed),
+                    sorted(failed),
+                    again.message,
+                )
         written = []
         for path, data in adds:
-            entry = FileEntry(
-                path=path, size=len(data), content_hash=hashlib.sha256(data).hexdigest()
-            )
+            if path in failed:
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            entry = FileEntry(path=path, size=len(data), content_hash=digest)
             folder = path.split("/", 1)[0] + "/"
             self.read_model.register_folder(folder)
             self.read_model.write_through(folder, entry, data)

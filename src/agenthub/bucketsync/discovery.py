@@ -98,5 +98,6 @@ def health(hub: Hub) -> dict[str, Any]:
             "content_entries": len(hub.read_model.content),
             "content_bytes": hub.read_model.content.total_bytes,
         },
+        "writes": {"repairs_pending": hub.repairs_pending},
         "wakes": notifier.wakes if isinstance(notifier, InProcessNotifier) else None,
     }

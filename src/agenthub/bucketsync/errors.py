@@ -13,6 +13,7 @@
     ├── PayloadTooLarge                                        (413)
     ├── RateLimited                                            (429, Retry-After)
     └── StorageUnavailable                                     (503, Retry-After)
+        └── PartialWrite: a non-transactional batch applied all but `failed` paths
 """
 
 from __future__ import annotations
@@ -133,3 +134,11 @@ class StorageUnavailable(BucketSyncError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": "5"}
+
+
+class PartialWrite(StorageUnavailable):
+    """A batch was applied except for the `failed` paths (HF batches are not transactional)."""
+
+    def __init__(self, message: str, *, failed: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.failed = failed
