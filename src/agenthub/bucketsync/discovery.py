@@ -95,6 +95,7 @@ def health(hub: Hub) -> dict[str, Any]:
         },
         "read_model": {
             "listings": hub.read_model.listings,
+            "listings_by_folder": dict(hub.read_model.listings_by_folder),
             "content_entries": len(hub.read_model.content),
             "content_bytes": hub.read_model.content.total_bytes,
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import yaml
@@ -22,6 +23,12 @@ _SCALARS = (str, int, float, bool, type(None))
 class Document:
     frontmatter: dict[str, Any]
     body: str
+
+    @cached_property
+    def search_text(self) -> str:
+        """Lower-cased body and frontmatter, what `q=` searches (computed once per file)."""
+        header = " ".join(f"{key}: {value}" for key, value in self.frontmatter.items())
+        return f"{self.body}\n{header}".lower()
 
 
 def _jsonable(value: Any) -> Any:

@@ -4,6 +4,7 @@ the `count`/`matched`/`next`/`cursor` envelope."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -150,12 +151,7 @@ def matches_record(record: Record, query: ListQuery) -> bool:
     for name, value in query.fields:
         if str(fm.get(name, "")) != value:
             return False
-    if query.q is not None:
-        needle = query.q.lower()
-        haystack = record.body.lower() + "\n" + " ".join(f"{k}: {v}" for k, v in fm.items()).lower()
-        if needle not in haystack:
-            return False
-    return True
+    return query.q is None or query.q.lower() in record.search_text
 
 
 @dataclass(frozen=True)
@@ -180,13 +176,14 @@ def page(
     time_from_content: bool = False,
 ) -> dict[str, Any]:
     """Filter, order and page `listed` under `query`; returns the response envelope."""
-    keys: list[str] = list(listed.keys)
+    keys: Sequence[str] = listed.keys
     if query.agent is not None:
         keys = [key for key in keys if agent_of(key) == query.agent]
-    if not time_from_content:
+    timed = query.since is not None or query.until is not None
+    if timed and not time_from_content:
         keys = [key for key in keys if in_time_range(stamp_of(key, None), query)]
     records: dict[str, Record] = {}
-    if query.needs_content or time_from_content:
+    if query.needs_content or (timed and time_from_content):
         loaded = load([listed.paths[key] for key in keys])
         records = {key: loaded[listed.paths[key]] for key in keys if listed.paths[key] in loaded}
         keys = [
@@ -194,15 +191,17 @@ def page(
             for key in keys
             if key in records
             and matches_record(records[key], query)
-            and (not time_from_content or in_time_range(stamp_of(key, records[key]), query))
+            and (
+                not (timed and time_from_content)
+                or in_time_range(stamp_of(key, records[key]), query)
+            )
         ]
     matched = len(keys)
 
-    window = keys
-    if query.after is not None:
-        window = [key for key in window if key > query.after]
-    if query.before is not None:
-        window = [key for key in window if key < query.before]
+    # Keys are sorted, so exclusive cursors are two binary searches.
+    lo = bisect.bisect_right(keys, query.after) if query.after is not None else 0
+    hi = bisect.bisect_left(keys, query.before) if query.before is not None else len(keys)
+    window = keys[lo : max(lo, hi)]
     limit = query.limit if query.limit is not None else len(window)
     forward = (
         query.after is not None

@@ -42,8 +42,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 class LocalBucketStore:
-    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path, *, clock: Clock | None = None, durable: bool = True) -> None:
         self._root = Path(root)
+        # durable=False skips fsync: only for bulk-building throwaway fixtures (benchmarks).
+        self._durable = durable
         self._clock = clock or SystemClock()
         self._objects = self._root / "objects"
         # (inode, mtime_ns, size) -> sha256; files are immutable once linked into place.
@@ -190,7 +192,8 @@ class LocalBucketStore:
             self._atomic_write(target, source.read_bytes())
             return
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        if self._durable:
+            _fsync_dir(target.parent)
 
     def _atomic_write(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -199,10 +202,12 @@ class LocalBucketStore:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if self._durable:
+                    os.fsync(handle.fileno())
             os.replace(tmp_name, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
             raise
-        _fsync_dir(target.parent)
+        if self._durable:
+            _fsync_dir(target.parent)

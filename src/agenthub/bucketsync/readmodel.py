@@ -31,8 +31,19 @@ class Record:
     path: str
     content_hash: str
     size: int
-    frontmatter: dict[str, Any]
-    body: str
+    document: Document
+
+    @property
+    def frontmatter(self) -> dict[str, Any]:
+        return self.document.frontmatter
+
+    @property
+    def body(self) -> str:
+        return self.document.body
+
+    @property
+    def search_text(self) -> str:
+        return self.document.search_text
 
     @property
     def filename(self) -> str:
@@ -105,6 +116,7 @@ class ReadModel:
         self._folders = {name: _Folder() for name in folders}
         self.content = ContentCache(content_cache_max_bytes)
         self.listings = 0
+        self.listings_by_folder: dict[str, int] = {}
 
     def register_folder(self, folder: str) -> None:
         self._folders.setdefault(folder, _Folder())
@@ -128,6 +140,7 @@ class ReadModel:
             started = self._clock.monotonic()
             listed = self._store.list(self._bucket, folder, recursive=True)
             self.listings += 1
+            self.listings_by_folder[folder] = self.listings_by_folder.get(folder, 0) + 1
             fresh = {entry.path: entry for entry in listed if entry.path.startswith(folder)}
             for path, (entry, inserted_at) in list(state.overlay.items()):
                 if inserted_at >= started:
@@ -177,7 +190,8 @@ class ReadModel:
                 if raw is None:
                     continue  # deleted out of band since the listing; the next TTL drops it
                 document = parse_lenient(raw)
-                self.content.put(entry.content_hash, document, len(raw))
+                # Parsed text plus its lower-cased search copy: about twice the raw size.
+                self.content.put(entry.content_hash, document, 2 * len(raw))
                 found[entry.path] = self._record(entry, document)
         return found
 
@@ -187,7 +201,7 @@ class ReadModel:
     def write_through(self, folder: str, entry: FileEntry, raw: bytes) -> None:
         """Insert a file the service just wrote, so the next read sees it at once."""
         state = self._folder(folder)
-        self.content.put(entry.content_hash, parse_lenient(raw), len(raw))
+        self.content.put(entry.content_hash, parse_lenient(raw), 2 * len(raw))
         with state.lock:
             state.overlay[entry.path] = (entry, self._clock.monotonic())
             if state.entries is not None:
@@ -199,9 +213,5 @@ class ReadModel:
     @staticmethod
     def _record(entry: FileEntry, document: Document) -> Record:
         return Record(
-            path=entry.path,
-            content_hash=entry.content_hash,
-            size=entry.size,
-            frontmatter=document.frontmatter,
-            body=document.body,
+            path=entry.path, content_hash=entry.content_hash, size=entry.size, document=document
         )
