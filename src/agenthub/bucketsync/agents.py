@@ -15,6 +15,7 @@ from agenthub.bucketsync.errors import (
     InvalidRequest,
     NotRegistered,
     SourceNotFound,
+    StorageUnavailable,
     Unauthorized,
 )
 from agenthub.bucketsync.identity import Caller
@@ -32,6 +33,23 @@ def bearer_caller(hub: Hub, authorization: str | None) -> Caller:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("the Authorization header must be 'Bearer <token>'")
     return hub.identity.whoami(token.strip())
+
+
+def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
+    """`GET /v1/me`: the caller and whether they are an organizer (a UI hint only; a failed
+    role lookup reads as not-an-organizer rather than an error)."""
+    caller = bearer_caller(hub, authorization)
+    org = hub.settings.org
+    try:
+        role = caller.orgs.get(org) or hub.identity.org_role(org, caller.user, caller.email)
+    except StorageUnavailable:
+        role = caller.orgs.get(org)
+    return {
+        "hf_user": caller.user,
+        "handle": f"human-{caller.user.lower()}",
+        "is_member": caller.is_member(org) or role is not None,
+        "is_organizer": role == "admin",
+    }
 
 
 def is_registered(hub: Hub, agent_id: str) -> bool:

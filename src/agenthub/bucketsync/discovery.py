@@ -33,6 +33,15 @@ ENDPOINTS = [
         "broadcasts; poll with ?after=<cursor>&expand=true",
     ),
     ("GET", "/v1/digest", "one-call snapshot; ?as=<handle>&since=<ts>"),
+    ("GET", "/v1/me", "Bearer; your hf_user, human handle, membership, organizer flag"),
+    (
+        "POST",
+        "/v1/results",
+        "{source}: promote a result (frontmatter needs the required "
+        "fields, a positive score, status agent-run|negative)",
+    ),
+    ("GET", "/v1/results", "results with verification inline (list grammar)"),
+    ("GET", "/v1/results/{filename}", "one result"),
 ]
 
 LIST_GRAMMAR = [
@@ -76,6 +85,10 @@ def describe(hub: Hub) -> dict[str, Any]:
             "list_grammar": LIST_GRAMMAR,
             "list_response": ["count", "matched", "items", "next", "cursor"],
             "fanout_cap": s.mention_fanout_cap,
+            "result": "results/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
+            "required_result_fields": s.result_fields,
+            "verification_index": "results/verification_status.json",
+            "raw_messages": "best-effort attribution; use {source} for anything load-bearing",
         },
         "endpoints": [
             {"method": method, "path": path, "description": description}

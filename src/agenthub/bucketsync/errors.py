@@ -10,7 +10,7 @@
     ├── NotRegistered, NotFound, SourceNotFound, JobsDisabled  (404)
     ├── AgentIdTaken, AlreadyPromoted, Conflict                (409)
     ├── BucketMissing                                          (412)
-    ├── PayloadTooLarge                                        (413)
+    ├── PayloadTooLarge, SyncTooLarge                          (413)
     ├── RateLimited                                            (429, Retry-After)
     └── StorageUnavailable                                     (503, Retry-After)
         └── PartialWrite: a non-transactional batch applied all but `failed` paths
@@ -106,6 +106,10 @@ class AlreadyPromoted(BucketSyncError):
 
 class Conflict(BucketSyncError):
     code, status = "CONFLICT", 409
+
+
+class SyncTooLarge(BucketSyncError):
+    code, status = "SYNC_TOO_LARGE", 413
 
 
 class BucketMissing(BucketSyncError):

@@ -37,6 +37,11 @@ class BucketSyncSettings(BaseSettings):
     max_request_bytes: int = Field(2 * 1024 * 1024, alias="MAX_REQUEST_BYTES")
 
     score_field: str = Field("score", alias="SCORE_FIELD")
+    required_result_fields: str = Field(
+        "score,method,status,description", alias="REQUIRED_RESULT_FIELDS"
+    )
+    sync_max_bytes: int = Field(5 * 1024**3, alias="SYNC_MAX_BYTES")
+    sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
     score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
     score_unit: str = Field("", alias="SCORE_UNIT")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
@@ -61,6 +66,12 @@ class BucketSyncSettings(BaseSettings):
     def audit_two_org(self) -> bool:
         """Two-org mode: the audit bucket lives outside ORG, so it may hold caller IPs."""
         return self.audit_bucket.split("/", 1)[0] != self.org
+
+    @property
+    def result_fields(self) -> list[str]:
+        """Required result fields; the score field is always required (BS-3.7)."""
+        fields = [f.strip() for f in self.required_result_fields.split(",") if f.strip()]
+        return fields if self.score_field in fields else [self.score_field, *fields]
 
     def scratch_bucket(self, agent_id: str) -> str:
         return f"{self.org}/{self.collab_slug}-{agent_id}"

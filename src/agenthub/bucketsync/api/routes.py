@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from agenthub.bucketsync import agents, board, discovery, messages
+from agenthub.bucketsync import agents, board, discovery, messages, results
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
 
@@ -124,6 +124,31 @@ def digest(
     since: str | None = Query(None),
 ) -> dict[str, Any]:
     return board.digest(hub_of(request), as_handle=as_, since=since)
+
+
+class SourceBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+
+
+@router.get("/me")
+def me(request: Request, authorization: str | None = Header(None)) -> dict[str, Any]:
+    return agents.me(hub_of(request), authorization)
+
+
+@router.post("/results", status_code=201)
+def post_result(body: SourceBody, request: Request) -> dict[str, Any]:
+    return results.promote_result(hub_of(request), body.source, caller_info=caller_info(request))
+
+
+@router.get("/results")
+def list_results(request: Request) -> dict[str, Any]:
+    return results.list_results(hub_of(request), dict(request.query_params))
+
+
+@router.get("/results/{filename}")
+def get_result(filename: str, request: Request) -> dict[str, Any]:
+    return results.get_result(hub_of(request), filename)
 
 
 @router.post("/jobs:run", include_in_schema=False)
