@@ -216,3 +216,16 @@ def test_bs_9_2_revoking_a_user_keeps_the_registration(world: World) -> None:
     users_file.write_text(json.dumps(data))
     assert world.client.get("/v1/agents/agent-1").status_code == 200
     assert world.hub.store.read(world.hub.central, "agents/agent-1.md") is not None
+
+
+def test_agent_ids_whose_bucket_is_the_central_bucket_are_reserved(world: World) -> None:
+    # CENTRAL_BUCKET defaults to {ORG}/{SLUG}-main-bucket: agent "main-bucket" would make the
+    # central record its "scratch bucket" and every file in it attributable to that agent.
+    world.user("alice")
+    response = world.register("main-bucket", "alice")
+    assert response.status_code == 400
+    assert "reserved" in response.json()["error"]["message"]
+    source = f"hf://buckets/{world.hub.central}/message_board/x.md"
+    promoted = world.client.post("/v1/messages", json={"source": source})
+    assert promoted.status_code == 400
+    assert promoted.json()["error"]["code"] == "INVALID_PATH"

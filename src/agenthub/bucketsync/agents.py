@@ -99,8 +99,8 @@ def register(
 ) -> dict[str, Any]:
     caller = bearer_caller(hub, authorization)
     naming.validate_agent_id(agent_id, for_registration=True)
+    bucket = hub.check_agent_bucket(agent_id)
     hub.limiters.registration.acquire(agent_id)
-    bucket = hub.settings.scratch_bucket(agent_id)
     if hub.store.info(bucket) is None:
         raise BucketMissing(
             f"your scratch bucket {bucket} does not exist",
@@ -135,9 +135,7 @@ def register(
         joined = str(existing.frontmatter.get("joined") or joined)
     bio = ""
     if bio_source:
-        source = naming.parse_source(
-            bio_source, org=hub.settings.org, collab_slug=hub.settings.collab_slug
-        )
+        source = hub.parse_source(bio_source)
         if source.bucket != bucket:
             raise BucketNotOwnedByCaller(
                 f"bio_source must be in your own scratch bucket {bucket}",

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 from agenthub.bucketsync.audit import AuditLog
 from agenthub.bucketsync.dedup import PromotionDedup
-from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
+from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity import Identity
 from agenthub.bucketsync.limiter import CompoundLimiter, Rate
+from agenthub.bucketsync.naming import SourceRef, parse_source
 from agenthub.bucketsync.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.readmodel import ReadModel
 from agenthub.bucketsync.settings import BucketSyncSettings
@@ -65,6 +66,23 @@ class Hub:
     @property
     def central(self) -> str:
         return self.settings.central_bucket
+
+    def check_agent_bucket(self, agent_id: str) -> str:
+        """The agent's scratch bucket, refusing ids whose bucket would be the central or
+        audit bucket (e.g. `main-bucket` under the default CENTRAL_BUCKET)."""
+        bucket = self.settings.scratch_bucket(agent_id)
+        if bucket in (self.settings.central_bucket, self.settings.audit_bucket):
+            raise InvalidPath(
+                f"agent_id {agent_id!r} is reserved: its bucket is the service's {bucket}",
+                hint="pick another agent_id",
+            )
+        return bucket
+
+    def parse_source(self, uri: str) -> SourceRef:
+        """Parse a scratch-bucket source URI (seed §4), never the central/audit bucket."""
+        source = parse_source(uri, org=self.settings.org, collab_slug=self.settings.collab_slug)
+        self.check_agent_bucket(source.agent_id)
+        return source
 
     def write_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
         """Write files to the central bucket in ONE batch, in the given order (callers put

@@ -33,6 +33,18 @@ ENDPOINTS = [
         "broadcasts; poll with ?after=<cursor>&expand=true",
     ),
     ("GET", "/v1/digest", "one-call snapshot; ?as=<handle>&since=<ts>"),
+    (
+        "POST",
+        "/v1/artifacts:sync",
+        "{source, dest_slug}: mirror a file or folder of your "
+        "bucket into artifacts/{slug}_{agent_id}/ (hash copy)",
+    ),
+    (
+        "POST",
+        "/v1/shared-resources:sync",
+        "{source, dest_path}: into shared_resources/"
+        "{dest_path}; the name must end with _{agent_id}",
+    ),
     ("GET", "/v1/me", "Bearer; your hf_user, human handle, membership, organizer flag"),
     (
         "POST",

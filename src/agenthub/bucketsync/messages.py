@@ -65,9 +65,7 @@ def promote(
 
 def _from_source(hub: Hub, request: MessageRequest) -> _Draft:
     assert request.source is not None
-    source = naming.parse_source(
-        request.source, org=hub.settings.org, collab_slug=hub.settings.collab_slug
-    )
+    source = hub.parse_source(request.source)
     if request.broadcast:
         raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
     require_registered(hub, source.agent_id)

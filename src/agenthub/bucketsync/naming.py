@@ -179,5 +179,6 @@ def parse_source(uri: str, *, org: str, collab_slug: str) -> SourceRef:
             hint=f"use {example}",
         )
     agent_id = validate_agent_id(bucket_name[len(scratch_prefix) :])
-    validate_components(path)
+    # One trailing slash names a folder (syncs); no other empty component is allowed.
+    validate_components(path[:-1] if path.endswith("/") else path)
     return SourceRef(uri=uri, bucket=f"{org}/{bucket_name}", agent_id=agent_id, path=path)

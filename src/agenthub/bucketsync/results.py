@@ -46,9 +46,7 @@ def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: 
 
 
 def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict[str, Any]:
-    source = naming.parse_source(
-        source_uri, org=hub.settings.org, collab_slug=hub.settings.collab_slug
-    )
+    source = hub.parse_source(source_uri)
     require_registered(hub, source.agent_id)
     hub.limiters.source_writes.acquire(source.bucket)
     data = hub.store.read(source.bucket, source.path)

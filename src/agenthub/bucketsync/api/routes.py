@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from agenthub.bucketsync import agents, board, discovery, messages, results
+from agenthub.bucketsync import agents, board, discovery, messages, results, sync
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
 
@@ -149,6 +149,32 @@ def list_results(request: Request) -> dict[str, Any]:
 @router.get("/results/{filename}")
 def get_result(filename: str, request: Request) -> dict[str, Any]:
     return results.get_result(hub_of(request), filename)
+
+
+class ArtifactsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    dest_slug: str
+
+
+class SharedBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    dest_path: str
+
+
+@router.post("/artifacts:sync")
+def sync_artifacts(body: ArtifactsBody, request: Request) -> dict[str, Any]:
+    return sync.sync_artifacts(
+        hub_of(request), body.source, body.dest_slug, caller_info=caller_info(request)
+    )
+
+
+@router.post("/shared-resources:sync")
+def sync_shared(body: SharedBody, request: Request) -> dict[str, Any]:
+    return sync.sync_shared(
+        hub_of(request), body.source, body.dest_path, caller_info=caller_info(request)
+    )
 
 
 @router.post("/jobs:run", include_in_schema=False)
