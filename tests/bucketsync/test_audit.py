@@ -47,7 +47,7 @@ def test_bs_1_21_bs_8_2_log_lives_in_the_audit_bucket_by_month(world: World) -> 
     assert info is not None and info.private
 
 
-def test_bs_8_3_two_org_mode_records_caller_ip_and_user_agent(world: World) -> None:
+def test_bs_4_37_bs_8_3_two_org_mode_records_caller_ip_and_user_agent(world: World) -> None:
     world.agent("agent-1")
     world.client.post(
         "/v1/messages", json={"agent_id": "agent-1", "body": "x"}, headers={"User-Agent": "probe/1"}

@@ -192,7 +192,7 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
     # never shows a board message whose fan-out is missing (backfill-inbox heals the rest).
     adds = [(naming.inbox_path(handle, filename), data) for handle in recipients]
     if draft.broadcast:
-        adds.append((f"{naming.BROADCASTS}{filename}", data))
+        adds.append((naming.broadcast_path(filename), data))
     adds.append((board_path, data))
     hub.write_central(adds)
     hub.audit.record(

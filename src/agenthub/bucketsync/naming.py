@@ -98,6 +98,35 @@ def inbox_path(handle: str, filename: str) -> str:
     return f"{INBOX}{handle}/{filename}"
 
 
+def broadcast_path(filename: str) -> str:
+    return f"{BROADCASTS}{filename}"
+
+
+def result_path(filename: str) -> str:
+    return f"{RESULTS}{filename}"
+
+
+# Conventions of features that plug in later (channels §12, traces §10), fixed here so every
+# writer composes them the same way.
+def channel_readme_path(channel: str) -> str:
+    return f"channels/{validate_agent_id(channel)}/README.md"
+
+
+def channel_message_path(channel: str, filename: str) -> str:
+    return f"channels/{validate_agent_id(channel)}/{filename}"
+
+
+def channel_member_path(channel: str, handle: str) -> str:
+    return f"channels/{validate_agent_id(channel)}/members/{validate_handle(handle)}.md"
+
+
+def trace_manifest_path(agent_id: str, session: str) -> str:
+    validate_components(session)
+    if "/" in session:
+        raise InvalidPath(f"session {session!r} must be a single path component")
+    return f"traces/{validate_agent_id(agent_id)}/{session}/manifest.md"
+
+
 def normalize_time_bound(value: str, *, name: str) -> str:
     """`since`/`until` as a compact stamp prefix: ISO 8601 or `YYYYMMDD[-HHmmss[-mmm]]`."""
     value = value.strip()
