@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.errors import StorageUnavailable
 from tests.bucketsync.conftest import World
@@ -155,3 +156,14 @@ def test_bs_6_12_storage_failure_is_a_retryable_503_never_a_false_404(world: Wor
         error = error_of(response, 503, "STORAGE_UNAVAILABLE")
         assert error["message"]
         assert response.headers["Retry-After"]
+
+
+def test_bs_6_1_unexpected_failures_use_the_uniform_body(world: World) -> None:
+    def explode(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    world.hub.read_model.entries = explode  # type: ignore[method-assign]
+    client = TestClient(world.client.app, raise_server_exceptions=False)
+    response = client.get("/v1/messages")
+    error = error_of(response, 500, "INTERNAL")
+    assert "a bug" not in error["message"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agenthub.bucketsync import listing, naming
@@ -26,7 +26,9 @@ def render_record(record: Record) -> dict[str, Any]:
     }
 
 
-def _stamped_index(folder: str) -> Any:
+def stamped_index(folder: str) -> Callable[[dict[str, FileEntry]], listing.Listed]:
+    """Build the sorted `{stamp}_{agent}.md` keys of one flat folder from its listing."""
+
     def build(entries: dict[str, FileEntry]) -> listing.Listed:
         paths = {
             path[len(folder) :]: path
@@ -57,7 +59,7 @@ def _query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
 def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     query = _query(hub, params)
     listed = hub.read_model.derived(
-        naming.MESSAGE_BOARD, "stamped", _stamped_index(naming.MESSAGE_BOARD)
+        naming.MESSAGE_BOARD, "stamped", stamped_index(naming.MESSAGE_BOARD)
     )
     return listing.page(
         listed,
@@ -100,7 +102,7 @@ def inbox_listed(hub: Hub, handle: str) -> listing.Listed:
         require_registered(hub, handle)
     copies = hub.read_model.derived(naming.INBOX, "by_handle", _inbox_index).get(handle, {})
     broadcasts = hub.read_model.derived(
-        naming.BROADCASTS, "stamped", _stamped_index(naming.BROADCASTS)
+        naming.BROADCASTS, "stamped", stamped_index(naming.BROADCASTS)
     )
     paths = dict(copies)
     for key in broadcasts.keys:

@@ -73,8 +73,17 @@ LIST_GRAMMAR = [
 ]
 
 
+LOCAL_ENDPOINTS = [
+    ("POST", "/local/buckets/{namespace}/{name}", "Bearer; create a scratch bucket you own"),
+    ("PUT", "/local/buckets/{namespace}/{name}/files/{path}", "Bearer; upload (owner/admin)"),
+    ("GET", "/local/buckets/{namespace}/{name}/tree", "Bearer; list ?prefix=&recursive="),
+    ("GET", "/local/buckets/{namespace}/{name}/files/{path}", "Bearer; download"),
+]
+
+
 def describe(hub: Hub) -> dict[str, Any]:
     s = hub.settings
+    endpoints = ENDPOINTS + (LOCAL_ENDPOINTS if s.storage == "local" else [])
     return {
         "service": "bucket-sync",
         "org": s.org,
@@ -104,7 +113,7 @@ def describe(hub: Hub) -> dict[str, Any]:
         },
         "endpoints": [
             {"method": method, "path": path, "description": description}
-            for method, path, description in ENDPOINTS
+            for method, path, description in endpoints
         ],
     }
 

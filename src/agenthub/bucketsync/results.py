@@ -9,7 +9,7 @@ from typing import Any
 
 from agenthub.bucketsync import frontmatter, listing, naming
 from agenthub.bucketsync.agents import require_registered
-from agenthub.bucketsync.board import _stamped_index, render_record
+from agenthub.bucketsync.board import render_record, stamped_index
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound, SourceNotFound
 
@@ -117,7 +117,7 @@ def _render(record: Any, index: Mapping[str, str]) -> dict[str, Any]:
 
 def list_results(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
-    listed = hub.read_model.derived(naming.RESULTS, "stamped", _stamped_index(naming.RESULTS))
+    listed = hub.read_model.derived(naming.RESULTS, "stamped", stamped_index(naming.RESULTS))
     index = verification_index(hub)
     if query.verification is not None:
         keys = [k for k in listed.keys if index.get(k, "pending") in query.verification]
