@@ -114,3 +114,21 @@ def test_bs_8_2_concurrent_appends_are_serialized_none_lost(world: World) -> Non
     with ThreadPoolExecutor(max_workers=16) as pool:
         assert all(pool.map(write, range(64)))
     assert len(audit_rows(world)) == before + 64
+
+
+def test_audit_appends_read_the_month_file_once(world: World) -> None:
+    world.agent("agent-1")
+    reads: list[str] = []
+    store = world.hub.audit._store
+    original = store.read
+
+    def counting(bucket: str, path: str) -> bytes | None:
+        if bucket == world.hub.settings.audit_bucket:
+            reads.append(path)
+        return original(bucket, path)
+
+    store.read = counting  # type: ignore[method-assign]
+    for index in range(5):
+        world.raw("agent-1", f"m{index}")
+    assert reads == []  # the registration's append already made the file known
+    assert len(audit_rows(world)) == 6

@@ -111,3 +111,24 @@ def test_local_store_prefix_matches_whole_components(tmp_path: Path) -> None:
     store.create("ns/b", creator="me")
     store.write_batch("ns/b", Batch(adds=[("logs/a", b"1"), ("logs.json", b"2")]))
     assert [e.path for e in store.list("ns/b", "logs")] == ["logs/a"]
+
+
+def test_service_buckets_cannot_be_created_by_agents(world: World) -> None:
+    world.user("alice")
+    for bucket in (world.hub.central, world.hub.settings.audit_bucket):
+        response = world.client.post(f"/local/buckets/{bucket}", headers=world.auth("alice"))
+        assert response.status_code == 403
+
+
+def test_server_refuses_a_central_bucket_someone_else_created(tmp_path: Path) -> None:
+    import pytest
+    from fastapi.testclient import TestClient
+
+    from agenthub.bucketsync.app import create_app
+    from agenthub.bucketsync.settings import SettingsError
+    from tests.bucketsync.conftest import make_settings
+
+    settings = make_settings(tmp_path / "d")
+    LocalBucketStore(settings.data_dir).create(settings.central_bucket, creator="mallory")
+    with pytest.raises(SettingsError, match="mallory"), TestClient(create_app(settings)):
+        pass

@@ -75,7 +75,14 @@ def prepare_buckets(hub: Hub) -> None:
         (hub.settings.central_bucket, False),
         (hub.settings.audit_bucket, True),
     ):
-        if hub.store.info(bucket) is not None:
+        info = hub.store.info(bucket)
+        if info is not None:
+            if hub.settings.storage == "local" and info.creator != SERVICE_USER:
+                # Whoever created it could write the "central record" themselves.
+                raise SettingsError(
+                    f"bucket {bucket} exists but was created by {info.creator!r}, not by "
+                    "bucket-sync; choose another CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
+                )
             continue
         if hub.settings.storage == "local":
             hub.store.create(bucket, creator=SERVICE_USER, private=private)

@@ -28,6 +28,9 @@ class AuditLog:
         self.written = 0
         self.failures = 0
         self.last_error: str | None = None
+        # The Space is the only writer, so after one read the month file is known in memory
+        # and later appends skip the download (an HF read goes through Xet every time).
+        self._known: tuple[str, bytes] | None = None
 
     def path_for_now(self) -> str:
         return f"audit/{self._clock.now():%Y%m}.jsonl"
@@ -66,11 +69,15 @@ class AuditLog:
         with self._lock:
             path = self.path_for_now()
             try:
-                existing = self._store.read(self._bucket, path) or b""
-                self._store.write_batch(
-                    self._bucket, Batch(adds=[(path, existing + line.encode())])
-                )
+                if self._known is not None and self._known[0] == path:
+                    existing = self._known[1]
+                else:
+                    existing = self._store.read(self._bucket, path) or b""
+                updated = existing + line.encode()
+                self._store.write_batch(self._bucket, Batch(adds=[(path, updated)]))
+                self._known = (path, updated)
             except Exception as exc:  # an audit failure must never fail the request
+                self._known = None
                 self.failures += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.error("audit row lost (%s): %s", self.last_error, line.strip())

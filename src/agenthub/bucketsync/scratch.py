@@ -52,6 +52,8 @@ def create(hub: Hub, authorization: str | None, bucket: str, *, private: bool) -
             f"{caller.user} cannot create buckets in {ns}",
             hint=f"create it under {caller.user}/ or an org you can write to",
         )
+    if bucket in (hub.settings.central_bucket, hub.settings.audit_bucket):
+        raise Forbidden(f"{bucket} belongs to bucket-sync", hint="create your scratch bucket")
     existing = hub.store.info(bucket)
     if existing is not None:
         if existing.creator != caller.user:
