@@ -318,3 +318,14 @@ def test_service_on_hf_storage_outage_is_503(hub: FakeHub, client: TestClient) -
     response = client.get("/v1/messages")
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
+
+
+def test_storage_hf_selects_the_hf_adapters_with_the_env_token(tmp_path: Path) -> None:
+    from agenthub.bucketsync.app import default_adapters
+
+    settings = make_settings(tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin")
+    store, identity = default_adapters(settings)
+    assert isinstance(store, HfBucketStore) and isinstance(identity, HfIdentity)
+    assert store._token == "hf_admin"
+    local_store, _ = default_adapters(make_settings(tmp_path))
+    assert not isinstance(local_store, HfBucketStore)
