@@ -206,6 +206,11 @@ def main() -> None:
                 )
                 measure(
                     client,
+                    "GET /v1/messages?q=<same word>&limit=50 (memo)",
+                    ["/v1/messages?q=theta%20iota&limit=50"] * n,
+                )
+                measure(
+                    client,
                     "GET /v1/inbox/{h}?after=...&expand=true",
                     [f"/v1/inbox/{rng.choice(ids)}?after={after}&expand=true" for _ in range(n)],
                 )

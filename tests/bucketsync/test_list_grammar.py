@@ -198,3 +198,23 @@ def test_bs_7_37_digest_reads_only_the_read_model(world: World, board: list[str]
     world.client.get("/v1/digest?as=agent-1")
     assert (store.list_calls, store.read_many_calls) == before  # type: ignore[attr-defined]
     assert calls == []
+
+
+def test_repeated_content_filter_is_memoized_and_writes_invalidate_it(
+    world: World, board: list[str]
+) -> None:
+    calls: list[int] = []
+    original = world.hub.read_model.records
+
+    def counting(paths, folder):  # type: ignore[no-untyped-def]
+        paths = list(paths)
+        calls.append(len(paths))
+        return original(paths, folder)
+
+    world.hub.read_model.records = counting  # type: ignore[method-assign]
+    assert get(world, "q=needle")["matched"] == 0
+    scans = len(calls)
+    assert get(world, "q=NEEDLE")["matched"] == 0
+    assert len(calls) == scans  # same filter, same listing version: no rescan
+    world.raw("agent-1", "a needle in the haystack")
+    assert get(world, "q=needle")["matched"] == 1

@@ -66,6 +66,7 @@ def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
         query,
         load=lambda ps: hub.read_model.records(ps, naming.MESSAGE_BOARD),
         render=lambda _key, record: render_record(record),
+        memo=hub.read_model.filter_memo(naming.MESSAGE_BOARD),
     )
 
 

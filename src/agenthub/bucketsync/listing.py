@@ -174,8 +174,12 @@ def page(
         parse_stamped_filename(key) or (None, None)
     )[1],
     time_from_content: bool = False,
+    memo: Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Filter, order and page `listed` under `query`; returns the response envelope."""
+    """Filter, order and page `listed` under `query`; returns the response envelope.
+
+    `memo(signature, compute)` may cache the filtered key list for one listing version, so
+    a repeated content filter (`q=`, `type=`…) does not rescan every record."""
     keys: Sequence[str] = listed.keys
     if query.agent is not None:
         keys = [key for key in keys if agent_of(key) == query.agent]
@@ -184,18 +188,41 @@ def page(
         keys = [key for key in keys if in_time_range(stamp_of(key, None), query)]
     records: dict[str, Record] = {}
     if query.needs_content or (timed and time_from_content):
-        loaded = load([listed.paths[key] for key in keys])
-        records = {key: loaded[listed.paths[key]] for key in keys if listed.paths[key] in loaded}
-        keys = [
-            key
-            for key in keys
-            if key in records
-            and matches_record(records[key], query)
-            and (
-                not (timed and time_from_content)
-                or in_time_range(stamp_of(key, records[key]), query)
+        candidates = keys
+
+        def content_filter() -> list[str]:
+            loaded = load([listed.paths[key] for key in candidates])
+            records.update(
+                (key, loaded[listed.paths[key]])
+                for key in candidates
+                if listed.paths[key] in loaded
             )
-        ]
+            return [
+                key
+                for key in candidates
+                if key in records
+                and matches_record(records[key], query)
+                and (
+                    not (timed and time_from_content)
+                    or in_time_range(stamp_of(key, records[key]), query)
+                )
+            ]
+
+        signature = (
+            query.agent,
+            query.since,
+            query.until,
+            query.type,
+            query.via,
+            query.status,
+            query.q.lower() if query.q else None,
+            query.fields,
+        )
+        if memo is None:
+            keys = content_filter()
+        else:
+            # The memo may be one listing version ahead of `listed` under a racing write.
+            keys = [key for key in memo(signature, content_filter) if key in listed.paths]
     matched = len(keys)
 
     # Keys are sorted, so exclusive cursors are two binary searches.

@@ -58,6 +58,9 @@ class _Folder:
     version: int = 0
     overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
     derived: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
+        default_factory=OrderedDict
+    )
 
 
 class ContentCache:
@@ -168,6 +171,33 @@ class ReadModel:
         value = build(entries)
         state.derived[key] = (state.version, value)
         return value
+
+    FILTER_MEMO_SIZE = 64
+
+    def filter_memo(
+        self, folder: str
+    ) -> Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]]:
+        """A memo for content-filtered key lists of `folder`, valid for one listing version
+        and bounded to the most recent FILTER_MEMO_SIZE filters."""
+        state = self._folder(folder)
+
+        def memo(signature: tuple[Any, ...], compute: Callable[[], list[str]]) -> list[str]:
+            version = self.version(folder)
+            with state.lock:
+                hit = state.filters.get(signature)
+                if hit is not None and hit[0] == version:
+                    state.filters.move_to_end(signature)
+                    return hit[1]
+            keys = compute()
+            with state.lock:
+                if state.version == version:
+                    state.filters[signature] = (version, keys)
+                    state.filters.move_to_end(signature)
+                    while len(state.filters) > self.FILTER_MEMO_SIZE:
+                        state.filters.popitem(last=False)
+            return keys
+
+        return memo
 
     def records(self, paths: Iterable[str], folder: str) -> dict[str, Record]:
         """Parsed records for `paths` (those that exist); cold misses in one batch read."""
