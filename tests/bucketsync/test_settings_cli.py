@@ -71,7 +71,13 @@ def test_serve_without_settings_exits_with_the_missing_names(
 
 
 def test_users_add_prints_only_the_token(tmp_path: Path) -> None:
-    env = {**ENV, "BUCKETSYNC_DATA_DIR": str(tmp_path)}
+    # Only BUCKETSYNC_DATA_DIR is needed: the organizer may add users before configuring.
+    env = {
+        "ORG": None,
+        "COLLAB_SLUG": None,
+        "AUDIT_BUCKET": None,
+        "BUCKETSYNC_DATA_DIR": str(tmp_path),
+    }
     result = CliRunner().invoke(
         app,
         ["bucketsync", "users", "add", "alice", "--role", "admin", "--email", "a@x.io"],

@@ -57,12 +57,12 @@ def users_add(
 ) -> None:
     """Create a user in the org and print the new token alone on stdout."""
     from agenthub.bucketsync.errors import BucketSyncError
-    from agenthub.bucketsync.identity import LocalIdentity
+    from agenthub.bucketsync.identity import add_user
+    from agenthub.bucketsync.settings import DataDirSettings
 
-    settings = _settings()
-    identity = LocalIdentity(settings.data_dir / "users.json", org=settings.org)
+    data_dir = DataDirSettings().data_dir
     try:
-        token = identity.add_user(name, role=role, email=email)
+        token = add_user(data_dir / "users.json", name, role=role, email=email)
     except BucketSyncError as exc:
         typer.echo(f"error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), err=True)
         raise typer.Exit(2) from None

@@ -107,36 +107,47 @@ class LocalIdentity:
         return None if record is None else record.get("role")
 
     def add_user(self, name: str, *, role: str, email: str | None = None) -> str:
-        """Create (or re-key) a user and return the new token; only its digest is kept."""
-        if not USERNAME_RE.match(name):
-            raise InvalidRequest(
-                f"user name {name!r} is not valid", hint="1-40 of [A-Za-z0-9-], e.g. 'alice'"
-            )
-        if role not in ROLES:
-            raise InvalidRequest(f"role {role!r} is not one of {', '.join(ROLES)}")
-        token = "bst_" + secrets.token_urlsafe(32)
+        """Create (or re-key) a user and return the new token (see `add_user`)."""
         with self._lock:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                data = json.loads(self._path.read_text("utf-8"))
-            except FileNotFoundError:
-                data = {"users": {}}
-            data.setdefault("users", {})[name] = {
-                "email": email,
-                "role": role,
-                "token_sha256": _token_digest(token),
-            }
-            fd, tmp = tempfile.mkstemp(prefix=".users-", dir=self._path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(data, handle, indent=2)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self._path)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                raise
+            token = add_user(self._path, name, role=role, email=email)
             self._stamp = None
         return token
+
+
+_FILE_LOCK = threading.Lock()
+
+
+def add_user(path: Path, name: str, *, role: str, email: str | None = None) -> str:
+    """Create (or re-key) a user in the token file and return the new token; only its
+    digest is stored."""
+    if not USERNAME_RE.match(name):
+        raise InvalidRequest(
+            f"user name {name!r} is not valid", hint="1-40 of [A-Za-z0-9-], e.g. 'alice'"
+        )
+    if role not in ROLES:
+        raise InvalidRequest(f"role {role!r} is not one of {', '.join(ROLES)}")
+    token = "bst_" + secrets.token_urlsafe(32)
+    with _FILE_LOCK:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            data = {"users": {}}
+        data.setdefault("users", {})[name] = {
+            "email": email,
+            "role": role,
+            "token_sha256": _token_digest(token),
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".users-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    return token

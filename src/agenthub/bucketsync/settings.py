@@ -77,6 +77,15 @@ class BucketSyncSettings(BaseSettings):
         return f"{self.org}/{self.collab_slug}-{agent_id}"
 
 
+class DataDirSettings(BaseSettings):
+    """Just `BUCKETSYNC_DATA_DIR`, for offline commands that touch only local files
+    (`users add`), so they work without the service's full configuration."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
+
+    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+
+
 def load_settings(**overrides: object) -> BucketSyncSettings:
     """Read settings from the environment; fail with one message naming what is missing."""
     try:
