@@ -35,7 +35,8 @@ def store(hub: FakeHub) -> HfBucketStore:
 
 def test_info_maps_fields_and_missing_bucket_is_none(store: HfBucketStore) -> None:
     info = store.info(B)
-    assert info is not None and info.id == B and info.creator == "acme" and not info.private
+    assert info is not None and info.id == B and not info.private
+    assert info.creator is None  # the Hub does not say which user created a bucket
     assert store.info("acme/none") is None
 
 
@@ -329,3 +330,18 @@ def test_storage_hf_selects_the_hf_adapters_with_the_env_token(tmp_path: Path) -
     assert store._token == "hf_admin"
     local_store, _ = default_adapters(make_settings(tmp_path))
     assert not isinstance(local_store, HfBucketStore)
+
+
+def test_bs_1_8_agent_id_stays_bound_to_its_first_user(hub: FakeHub, client: TestClient) -> None:
+    _register(hub, client, "a1", "alice", "t1")
+    # On HF bucket control rests on the handshake; even a valid handshake for bob cannot
+    # move a registered id to him.
+    hub.tokens["t2"] = {"name": "bob", "orgs": [{"name": "acme", "roleInOrg": "contributor"}]}
+    hub.put("acme/chal-a1", ".bucket-sync-handshake", b"bob")
+    response = client.post(
+        "/v1/agents/register",
+        json={"agent_id": "a1", "force": True},
+        headers={"Authorization": "Bearer t2"},
+    )
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "IDENTITY_MISMATCH"

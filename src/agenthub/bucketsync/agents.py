@@ -101,7 +101,8 @@ def register(
     naming.validate_agent_id(agent_id, for_registration=True)
     bucket = hub.check_agent_bucket(agent_id)
     hub.limiters.registration.acquire(agent_id)
-    if hub.store.info(bucket) is None:
+    info = hub.store.info(bucket)
+    if info is None:
         raise BucketMissing(
             f"your scratch bucket {bucket} does not exist",
             hint=f"hf buckets create {bucket}",
@@ -117,6 +118,12 @@ def register(
         raise BucketNotOwnedByCaller(
             f"the handshake in {bucket} does not name the caller {caller.user!r}",
             hint=f"upload a {naming.HANDSHAKE_FILE} containing exactly your username",
+        )
+    if info.creator is not None and info.creator != caller.user:
+        # Where the backend knows the creator (local mode), a handshake written by someone
+        # else naming the caller proves nothing: only the creator controls the bucket.
+        raise BucketNotOwnedByCaller(
+            f"{bucket} was created by another user", hint="register the bucket you created"
         )
     existing = registration(hub, agent_id)
     joined = hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -76,7 +76,10 @@ class HfBucketStore:
             except self._not_found:
                 return None
             created = getattr(raw, "created_at", None) or datetime.now(UTC)
-            creator = getattr(raw, "author", None) or getattr(raw, "creator", None)
+            # The Hub reports no per-user creator for org buckets (an `author` extra key, when
+            # present, is the namespace), so the hf adapter leaves it unknown and bucket
+            # control rests on the handshake alone, as in the seed.
+            creator = None
             return BucketInfo(
                 id=str(raw.id), private=bool(raw.private), created_at=created, creator=creator
             )

@@ -18,7 +18,7 @@ class BucketInfo:
     id: str
     private: bool
     created_at: datetime
-    creator: str | None = None
+    creator: str | None = None  # None when the backend does not know who created it
 
 
 @dataclass(frozen=True)
