@@ -109,17 +109,23 @@ class LocalBucketStore:
                 return [self._entry(base, start)]
             return entries
         stack = [start]
-        while stack:
-            current = stack.pop()
-            with os.scandir(current) as it:
-                for item in it:
-                    if item.name.startswith(".tmp-"):
-                        continue
-                    if item.is_dir(follow_symlinks=False):
-                        if recursive:
-                            stack.append(Path(item.path))
-                    elif item.is_file(follow_symlinks=False):
-                        entries.append(self._entry(base, Path(item.path), item.stat()))
+        try:
+            while stack:
+                current = stack.pop()
+                with os.scandir(current) as it:
+                    for item in it:
+                        if item.name.startswith(".tmp-"):
+                            continue
+                        if item.is_dir(follow_symlinks=False):
+                            if recursive:
+                                stack.append(Path(item.path))
+                        elif item.is_file(follow_symlinks=False):
+                            try:
+                                entries.append(self._entry(base, Path(item.path), item.stat()))
+                            except FileNotFoundError:
+                                continue  # deleted while listing
+        except OSError as exc:
+            raise StorageUnavailable(f"could not list {bucket}/{prefix}: {exc}") from exc
         entries.sort(key=lambda e: e.path)
         return entries
 
