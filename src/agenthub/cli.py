@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from agenthub.bucketsync.agentcli import app as buckets_app
+from agenthub.bucketsync.cli import app as bucketsync_app
 from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.statehub.cli import app as statehub_app
 
@@ -13,6 +15,8 @@ app = typer.Typer(
 )
 app.add_typer(statehub_app, name="statehub")
 app.add_typer(hubcore_app, name="hubcore")
+app.add_typer(bucketsync_app, name="bucketsync")
+app.add_typer(buckets_app, name="buckets")
 
 
 @app.command()

@@ -1,0 +1,1 @@
+"""bucket-sync: the sole writer of a challenge's central collaboration bucket."""

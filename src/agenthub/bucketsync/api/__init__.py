@@ -1,0 +1,1 @@
+"""HTTP routers: translate requests to service calls and results to JSON, nothing else."""

@@ -1,0 +1,101 @@
+"""The one place errors become HTTP responses: `{"error": {"code", "message", "hint"?}}`
+for domain errors, request-shape errors, unknown routes and anything unexpected."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agenthub.bucketsync.errors import AlreadyPromoted, BucketSyncError
+
+log = logging.getLogger("agenthub.bucketsync")
+
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    hint: str | None = None,
+    headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> JSONResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if hint:
+        error["hint"] = hint
+    if extra:
+        error.update(extra)
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def _describe(exc: RequestValidationError) -> tuple[str, str, str]:
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+    loc = [str(part) for part in first.get("loc", ())]
+    where = ".".join(loc[1:]) or (loc[0] if loc else "request")
+    code = "INVALID_QUERY" if loc and loc[0] in ("query", "path") else "INVALID_REQUEST"
+    message = f"{where}: {first.get('msg', 'invalid')}"
+    hint = "see GET /v1 for the request shapes"
+    if first.get("type") == "extra_forbidden":
+        hint = f"remove the field {where!r}; see GET /v1 for the accepted fields"
+    return code, message, hint
+
+
+def install(app: FastAPI) -> None:
+    async def domain(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, BucketSyncError)
+        extra = {"filename": exc.filename} if isinstance(exc, AlreadyPromoted) else None
+        return error_response(exc.status, exc.code, exc.message, exc.hint, exc.headers(), extra)
+
+    async def validation(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        code, message, hint = _describe(exc)
+        return error_response(400, code, message, hint)
+
+    async def http(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _HTTP_CODES.get(exc.status_code, "HTTP_ERROR")
+        hint = "see GET /v1 for the endpoint list" if exc.status_code in (404, 405) else None
+        return error_response(exc.status_code, code, str(exc.detail), hint)
+
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, "INTERNAL", "internal error; the request was not applied")
+
+    app.add_exception_handler(BucketSyncError, domain)
+    app.add_exception_handler(RequestValidationError, validation)
+    app.add_exception_handler(StarletteHTTPException, http)
+    app.add_exception_handler(Exception, unexpected)
+
+
+class BodyLimit:
+    """Refuse request bodies whose Content-Length exceeds the limit before reading them."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"content-length":
+                    try:
+                        size = int(value)
+                    except ValueError:
+                        size = self.max_bytes + 1
+                    if size > self.max_bytes:
+                        response = error_response(
+                            413,
+                            "PAYLOAD_TOO_LARGE",
+                            f"request body is {size} bytes; the limit is {self.max_bytes}",
+                            "send a smaller body",
+                        )
+                        await response(scope, receive, send)
+                        return
+        await self.app(scope, receive, send)

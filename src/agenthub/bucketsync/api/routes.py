@@ -1,0 +1,184 @@
+"""`/v1/*` routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from agenthub.bucketsync import agents, board, discovery, messages, results, sync
+from agenthub.bucketsync.context import CallerInfo, Hub
+from agenthub.bucketsync.errors import JobsDisabled
+
+router = APIRouter(prefix="/v1")
+
+
+def hub_of(request: Request) -> Hub:
+    hub: Hub = request.app.state.hub
+    return hub
+
+
+def caller_info(request: Request) -> CallerInfo:
+    return CallerInfo(
+        ip=request.client.host if request.client else None,
+        user_agent=request.headers.get("user-agent"),
+    )
+
+
+class RegisterBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str
+    model: str = ""
+    harness: str = ""
+    tools: list[str] = Field(default_factory=list)
+    bio_source: str | None = None
+    force: bool = False
+
+
+class MessageBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str | None = None
+    agent_id: str | None = None
+    body: str | None = None
+    type: str | None = None
+    refs: str | list[str] | None = None
+    broadcast: bool = False
+
+
+@router.get("")
+def describe(request: Request) -> dict[str, Any]:
+    return discovery.describe(hub_of(request))
+
+
+@router.get("/healthz")
+def healthz(request: Request) -> dict[str, Any]:
+    return discovery.health(hub_of(request))
+
+
+@router.post("/agents/register", status_code=201)
+def register(
+    body: RegisterBody, request: Request, authorization: str | None = Header(None)
+) -> dict[str, Any]:
+    return agents.register(
+        hub_of(request),
+        authorization=authorization,
+        agent_id=body.agent_id,
+        model=body.model,
+        harness=body.harness,
+        tools=body.tools,
+        bio_source=body.bio_source,
+        force=body.force,
+        caller_info=caller_info(request),
+    )
+
+
+@router.get("/agents")
+def list_agents(request: Request) -> dict[str, Any]:
+    return agents.list_agents(hub_of(request), dict(request.query_params))
+
+
+@router.get("/agents/{agent_id}")
+def get_agent(agent_id: str, request: Request) -> dict[str, Any]:
+    return agents.get_agent(hub_of(request), agent_id)
+
+
+@router.post("/messages", status_code=201)
+def post_message(
+    body: MessageBody, request: Request, authorization: str | None = Header(None)
+) -> dict[str, Any]:
+    return messages.promote(
+        hub_of(request),
+        messages.MessageRequest(
+            source=body.source,
+            agent_id=body.agent_id,
+            body=body.body,
+            type=body.type,
+            refs=body.refs,
+            broadcast=body.broadcast,
+        ),
+        authorization=authorization,
+        caller_info=caller_info(request),
+    )
+
+
+@router.get("/messages")
+def list_messages(request: Request) -> dict[str, Any]:
+    return board.list_messages(hub_of(request), dict(request.query_params))
+
+
+@router.get("/messages/{filename}")
+def get_message(filename: str, request: Request) -> dict[str, Any]:
+    return board.get_message(hub_of(request), filename)
+
+
+@router.get("/inbox/{handle}")
+def inbox(handle: str, request: Request) -> dict[str, Any]:
+    return board.inbox(hub_of(request), handle, dict(request.query_params))
+
+
+@router.get("/digest")
+def digest(
+    request: Request,
+    as_: str | None = Query(None, alias="as"),
+    since: str | None = Query(None),
+) -> dict[str, Any]:
+    return board.digest(hub_of(request), as_handle=as_, since=since)
+
+
+class SourceBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+
+
+@router.get("/me")
+def me(request: Request, authorization: str | None = Header(None)) -> dict[str, Any]:
+    return agents.me(hub_of(request), authorization)
+
+
+@router.post("/results", status_code=201)
+def post_result(body: SourceBody, request: Request) -> dict[str, Any]:
+    return results.promote_result(hub_of(request), body.source, caller_info=caller_info(request))
+
+
+@router.get("/results")
+def list_results(request: Request) -> dict[str, Any]:
+    return results.list_results(hub_of(request), dict(request.query_params))
+
+
+@router.get("/results/{filename}")
+def get_result(filename: str, request: Request) -> dict[str, Any]:
+    return results.get_result(hub_of(request), filename)
+
+
+class ArtifactsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    dest_slug: str
+
+
+class SharedBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    dest_path: str
+
+
+@router.post("/artifacts:sync")
+def sync_artifacts(body: ArtifactsBody, request: Request) -> dict[str, Any]:
+    return sync.sync_artifacts(
+        hub_of(request), body.source, body.dest_slug, caller_info=caller_info(request)
+    )
+
+
+@router.post("/shared-resources:sync")
+def sync_shared(body: SharedBody, request: Request) -> dict[str, Any]:
+    return sync.sync_shared(
+        hub_of(request), body.source, body.dest_path, caller_info=caller_info(request)
+    )
+
+
+@router.post("/jobs:run", include_in_schema=False)
+def jobs_run() -> None:
+    raise JobsDisabled(
+        "benchmark jobs are not enabled on this server", hint="JOBS_ENABLED is false"
+    )

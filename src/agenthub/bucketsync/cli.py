@@ -1,0 +1,89 @@
+"""`agenthub bucketsync …`: run the service and manage it offline (thin wrappers)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+
+app = typer.Typer(
+    help="bucket-sync: the only writer of a challenge's central bucket.", no_args_is_help=True
+)
+users_app = typer.Typer(
+    help="Local identity: users and their tokens (BUCKETSYNC_DATA_DIR).", no_args_is_help=True
+)
+app.add_typer(users_app, name="users")
+
+
+def _settings() -> BucketSyncSettings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8200, help="TCP port."),
+) -> None:
+    """Run the bucket-sync HTTP API (one worker: limiters and caches are in-process)."""
+    import uvicorn
+
+    from agenthub.bucketsync.app import create_app
+
+    settings = _settings()
+    try:
+        application = create_app(settings)
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
+        f"central {settings.central_bucket})",
+        err=True,
+    )
+    uvicorn.run(application, host=host, port=port, log_level="info", workers=1)
+
+
+@users_app.command("add")
+def users_add(
+    name: str = typer.Argument(..., help="User name (like an HF username)."),
+    role: str = typer.Option(..., "--role", help="admin | contributor (| write | read)."),
+    email: str | None = typer.Option(None, "--email", help="Optional email."),
+) -> None:
+    """Create a user in the org and print the new token alone on stdout."""
+    from agenthub.bucketsync.errors import BucketSyncError
+    from agenthub.bucketsync.identity import add_user
+    from agenthub.bucketsync.settings import DataDirSettings
+
+    data_dir = DataDirSettings().data_dir
+    try:
+        token = add_user(data_dir / "users.json", name, role=role, email=email)
+    except BucketSyncError as exc:
+        typer.echo(f"error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.write(token + "\n")
+
+
+@app.command("backfill-inbox")
+def backfill_inbox(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Count, write nothing."),
+) -> None:
+    """Rebuild inbox copies from the board history (offline, idempotent)."""
+    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.backfill import backfill_inbox as run
+
+    settings = _settings()
+    store, _identity = default_adapters(settings)
+    report = run(
+        store, settings.central_bucket, fanout_cap=settings.mention_fanout_cap, dry_run=dry_run
+    )
+    typer.echo(
+        f"messages {report.messages}, copies written {report.copies_written}, "
+        f"already present {report.already_present}, broadcasts skipped "
+        f"{report.broadcasts_skipped}"
+    )

@@ -1,0 +1,221 @@
+"""Promoting messages to the board, with inbox fan-out in the same batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agenthub.bucketsync import frontmatter, mentions, naming
+from agenthub.bucketsync.agents import bearer_caller, is_registered, require_registered
+from agenthub.bucketsync.context import CallerInfo, Hub
+from agenthub.bucketsync.errors import (
+    BodyOrSourceRequired,
+    IdentityMismatch,
+    NotOrganizer,
+    PayloadTooLarge,
+    SourceNotFound,
+    StorageUnavailable,
+)
+
+
+@dataclass(frozen=True)
+class MessageRequest:
+    source: str | None = None
+    agent_id: str | None = None
+    body: str | None = None
+    type: str | None = None
+    refs: Any = None
+    broadcast: bool = False
+
+
+@dataclass(frozen=True)
+class _Draft:
+    author: str
+    via: str
+    client_fm: dict[str, Any]
+    body: str
+    source_uri: str | None
+    source_bytes: bytes | None
+    broadcast: bool = False
+
+
+def promote(
+    hub: Hub,
+    request: MessageRequest,
+    *,
+    authorization: str | None,
+    caller_info: CallerInfo,
+) -> dict[str, Any]:
+    has_source = bool(request.source)
+    has_body = request.body is not None and request.agent_id is not None
+    if has_source == has_body or (has_source and request.body is not None):
+        raise BodyOrSourceRequired(
+            "send exactly one of {source} or {agent_id, body}",
+            hint='{"source": "hf://buckets/ORG/SLUG-you/msg.md"} or '
+            '{"agent_id": "you", "body": "text"}',
+        )
+    draft = _from_source(hub, request) if has_source else _from_raw(hub, request, authorization)
+    if draft.source_bytes is not None:
+        with hub.dedup.claim(draft.source_bytes, naming.MESSAGE_BOARD) as written:
+            result = _write(hub, draft, caller_info)
+            written.append(result["filename"])
+            return result
+    return _write(hub, draft, caller_info)
+
+
+def _from_source(hub: Hub, request: MessageRequest) -> _Draft:
+    assert request.source is not None
+    source = hub.parse_source(request.source)
+    if request.broadcast:
+        raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
+    require_registered(hub, source.agent_id)
+    hub.limiters.source_writes.acquire(source.bucket)
+    data = hub.store.read(source.bucket, source.path)
+    if data is None:
+        raise SourceNotFound(
+            f"{request.source} does not exist",
+            hint=f"hf buckets cp <local file> {request.source}",
+        )
+    if len(data) > hub.settings.max_source_bytes:
+        raise PayloadTooLarge(
+            f"the source is {len(data)} bytes; messages are limited to "
+            f"{hub.settings.max_source_bytes}",
+            hint="shorten the message or share a file via your bucket and link it",
+        )
+    document = frontmatter.parse_strict(data)
+    frontmatter.check_message_keys(document.frontmatter)
+    return _Draft(
+        author=source.agent_id,
+        via="bucket",
+        client_fm=dict(document.frontmatter),
+        body=document.body,
+        source_uri=request.source,
+        source_bytes=data,
+    )
+
+
+def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _Draft:
+    assert request.agent_id is not None and request.body is not None
+    agent_id = request.agent_id
+    if len(request.body.encode("utf-8")) > hub.settings.max_source_bytes:
+        raise PayloadTooLarge(
+            f"the body is larger than {hub.settings.max_source_bytes} bytes",
+            hint="shorten the message",
+        )
+    client_fm: dict[str, Any] = {}
+    if request.type is not None:
+        client_fm["type"] = request.type
+    if request.refs is not None:
+        client_fm["refs"] = request.refs
+    frontmatter.check_message_keys(client_fm)
+    if naming.is_human_handle(agent_id):
+        caller = bearer_caller(hub, authorization)
+        name = agent_id.removeprefix("human-")
+        member = caller.is_member(hub.settings.org) or (
+            hub.identity.org_role(hub.settings.org, caller.user, caller.email) is not None
+        )
+        if caller.user.lower() != name or not member:
+            raise IdentityMismatch(
+                f"{agent_id!r} does not match the token's user {caller.user!r} in "
+                f"{hub.settings.org}",
+                hint=f"post as human-{caller.user.lower()}",
+            )
+        if request.broadcast:
+            _require_organizer(hub, caller.user, caller.email)
+        hub.limiters.raw_messages.acquire(agent_id)
+        client_fm.setdefault("type", "user")
+        return _Draft(
+            agent_id, "dashboard", client_fm, request.body, None, None, broadcast=request.broadcast
+        )
+    naming.validate_agent_id(agent_id)
+    if request.broadcast:
+        raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
+    require_registered(hub, agent_id)
+    hub.limiters.raw_messages.acquire(agent_id)
+    return _Draft(agent_id, "raw", client_fm, request.body, None, None)
+
+
+def _require_organizer(hub: Hub, user: str, email: str | None) -> None:
+    try:
+        role = hub.identity.org_role(hub.settings.org, user, email)
+    except StorageUnavailable as exc:
+        raise StorageUnavailable(
+            "could not check organizer status; nothing was posted",
+            hint="retry in a few seconds",
+        ) from exc
+    if role != "admin":
+        raise NotOrganizer(
+            "only organizers (org admins) can broadcast", hint="post without broadcast"
+        )
+
+
+def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
+    refs = mentions.normalize_refs(draft.client_fm.get("refs"))
+    fm: dict[str, Any] = {
+        key: value
+        for key, value in draft.client_fm.items()
+        if key not in ("agent", "timestamp", "via", "refs", "broadcast", "channel")
+    }
+    fm.setdefault("type", "agent")
+    if refs:
+        fm["refs"] = refs
+    entries = hub.read_model.entries(naming.MESSAGE_BOARD)
+    stamp_value = hub.stamps.issue(
+        draft.author,
+        taken=lambda s: (
+            f"{naming.MESSAGE_BOARD}{naming.message_filename(s, draft.author)}" in entries
+        ),
+    )
+    filename = naming.message_filename(stamp_value, draft.author)
+    stamped = {
+        "agent": draft.author,
+        "timestamp": naming.stamp_to_iso(stamp_value),
+        "via": draft.via,
+        **fm,
+    }
+    if draft.broadcast:
+        stamped["broadcast"] = True
+    data = frontmatter.render(stamped, draft.body)
+    recipients = (
+        []
+        if draft.broadcast
+        else mentions.recipients(
+            author=draft.author,
+            body=draft.body,
+            refs=refs,
+            is_registered=lambda handle: is_registered(hub, handle),
+            cap=hub.settings.mention_fanout_cap,
+        )
+    )
+    board_path = f"{naming.MESSAGE_BOARD}{filename}"
+    # Not transactional on HF: copies first and the board file last, so a half-applied batch
+    # never shows a board message whose fan-out is missing (backfill-inbox heals the rest).
+    adds = [(naming.inbox_path(handle, filename), data) for handle in recipients]
+    if draft.broadcast:
+        adds.append((naming.broadcast_path(filename), data))
+    adds.append((board_path, data))
+    hub.write_central(adds)
+    hub.audit.record(
+        agent_id=draft.author,
+        route="/v1/messages",
+        via=draft.via,
+        source=draft.source_uri,
+        target_path=board_path,
+        size=len(data),
+        status_code=201,
+        mentions_delivered=recipients,
+        broadcast=draft.broadcast,
+        caller_ip=caller_info.ip,
+        user_agent=caller_info.user_agent,
+    )
+    if hub.notifier is not None:
+        hub.notifier.wake(["*"] if draft.broadcast else [f"inbox:{h}" for h in recipients])
+    return {
+        "filename": filename,
+        "via": draft.via,
+        "path": board_path,
+        "mentions_delivered": recipients,
+        "broadcast": draft.broadcast,
+        "channel": None,
+        "auto_subscribed": False,
+    }

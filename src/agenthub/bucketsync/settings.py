@@ -1,0 +1,102 @@
+"""bucket-sync configuration: the seed's environment variables plus `BUCKETSYNC_*`.
+
+Built once at the entry point (`load_settings`) and passed down; nothing else reads the
+environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REQUIRED = ("ORG", "COLLAB_SLUG", "AUDIT_BUCKET")
+
+
+class SettingsError(Exception):
+    """Configuration is missing or invalid; the message names the variables."""
+
+
+class BucketSyncSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
+
+    org: str = Field(alias="ORG")
+    collab_slug: str = Field(alias="COLLAB_SLUG")
+    audit_bucket: str = Field(alias="AUDIT_BUCKET")
+    central_bucket: str = Field("", alias="CENTRAL_BUCKET")
+    hf_token: str | None = Field(None, alias="HF_TOKEN")
+
+    listing_ttl_s: float = Field(30.0, alias="LISTING_TTL_S")
+    content_cache_max_bytes: int = Field(64 * 1024 * 1024, alias="CONTENT_CACHE_MAX_BYTES")
+    expand_max_limit: int = Field(200, alias="EXPAND_MAX_LIMIT")
+    mention_fanout_cap: int = Field(10, alias="MENTION_FANOUT_CAP")
+    dedup_lru_size: int = Field(10_000, alias="DEDUP_LRU_SIZE")
+    max_source_bytes: int = Field(1024 * 1024, alias="MAX_SOURCE_BYTES")
+    max_request_bytes: int = Field(2 * 1024 * 1024, alias="MAX_REQUEST_BYTES")
+
+    score_field: str = Field("score", alias="SCORE_FIELD")
+    required_result_fields: str = Field(
+        "score,method,status,description", alias="REQUIRED_RESULT_FIELDS"
+    )
+    sync_max_bytes: int = Field(5 * 1024**3, alias="SYNC_MAX_BYTES")
+    sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
+    score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
+    score_unit: str = Field("", alias="SCORE_UNIT")
+    jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
+
+    storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
+    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+
+    @model_validator(mode="after")
+    def _derive(self) -> BucketSyncSettings:
+        for name in ("org", "collab_slug", "audit_bucket"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"{name.upper()} must not be empty")
+        if not self.central_bucket:
+            self.central_bucket = f"{self.org}/{self.collab_slug}-main-bucket"
+        for name in ("central_bucket", "audit_bucket"):
+            value = getattr(self, name)
+            if value.count("/") != 1 or not all(value.split("/")):
+                raise ValueError(f"{name.upper()} must look like 'namespace/name', got {value!r}")
+        return self
+
+    @property
+    def audit_two_org(self) -> bool:
+        """Two-org mode: the audit bucket lives outside ORG, so it may hold caller IPs."""
+        return self.audit_bucket.split("/", 1)[0] != self.org
+
+    @property
+    def result_fields(self) -> list[str]:
+        """Required result fields; the score field is always required (BS-3.7)."""
+        fields = [f.strip() for f in self.required_result_fields.split(",") if f.strip()]
+        return fields if self.score_field in fields else [self.score_field, *fields]
+
+    def scratch_bucket(self, agent_id: str) -> str:
+        return f"{self.org}/{self.collab_slug}-{agent_id}"
+
+
+class DataDirSettings(BaseSettings):
+    """Just `BUCKETSYNC_DATA_DIR`, for offline commands that touch only local files
+    (`users add`), so they work without the service's full configuration."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
+
+    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+
+
+def load_settings(**overrides: object) -> BucketSyncSettings:
+    """Read settings from the environment; fail with one message naming what is missing."""
+    try:
+        return BucketSyncSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        missing = sorted(
+            str(err["loc"][0]).upper() for err in exc.errors() if err["type"] == "missing"
+        )
+        if missing:
+            raise SettingsError(
+                "bucket-sync needs these environment variables: " + ", ".join(missing)
+            ) from exc
+        problems = "; ".join(err["msg"] for err in exc.errors())
+        raise SettingsError(f"bucket-sync configuration is invalid: {problems}") from exc
