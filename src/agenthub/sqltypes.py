@@ -1,4 +1,4 @@
-"""Column types shared by the services' models."""
+"""Column types and schema conventions shared by the services' models."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ from typing import Any
 from sqlalchemy import DateTime
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
+
+# Constraint names fixed from the first migration on, so later migrations can name them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
 
 
 class UTCDateTime(TypeDecorator[datetime]):

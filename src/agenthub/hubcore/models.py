@@ -13,15 +13,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKey, Index, MetaData, String, Text, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from agenthub.sqltypes import UTCDateTime
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from agenthub.sqltypes import NAMING_CONVENTION, UTCDateTime
 
 SLUG_LENGTH = 64
 

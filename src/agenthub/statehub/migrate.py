@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
+
+from agenthub.migrations import Migrations
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Advisory lock key under which PostgreSQL migrators take turns (any constant unique to us).
-MIGRATION_LOCK_KEY = 5348490001
-
-
+MIGRATIONS = Migrations(MIGRATIONS_DIR, lock_key=5348490001)
 # Tables the revision triggers own on SQLite; no ORM model describes them.
 MACHINERY_TABLES = frozenset({"inbox_revision_state"})
 
@@ -27,49 +23,20 @@ def include_object(
 
 
 def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if url is not None:
-        cfg.set_main_option("sqlalchemy.url", url)
-    if connection is not None:
-        cfg.attributes["connection"] = connection
-    return cfg
+    return MIGRATIONS.config(connection, url)
 
 
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
-    return head
+    return MIGRATIONS.head()
 
 
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
-
-
-def _take_turns(conn: Connection) -> None:
-    """Hold the database's migration lock until `conn` commits.
-
-    Every replica migrates on start; without this, two starting at once both see an
-    old version and both run the same DDL, and one crashes (duplicate key on
-    PostgreSQL, "database is locked" on SQLite). The one that waits then sees head.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("select pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
-    elif conn.dialect.name == "sqlite":
-        conn.execution_options(sqlite_begin="IMMEDIATE")
-        conn.exec_driver_sql("select 1")
+    return MIGRATIONS.current(engine)
 
 
 def upgrade(engine: Engine, target: str = "head") -> None:
-    with engine.connect() as conn:
-        _take_turns(conn)
-        command.upgrade(alembic_config(conn), target)
-        conn.commit()
+    MIGRATIONS.upgrade(engine, target)
 
 
 def downgrade(engine: Engine, target: str = "base") -> None:
-    with engine.connect() as conn:
-        _take_turns(conn)
-        command.downgrade(alembic_config(conn), target)
-        conn.commit()
+    MIGRATIONS.downgrade(engine, target)
