@@ -7,9 +7,11 @@ current and head revisions, and the `env.py` body itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from alembic import command, context
 from alembic.config import Config
@@ -55,16 +57,46 @@ class Migrations:
             return MigrationContext.configure(conn).get_current_revision()
 
     def upgrade(self, engine: Engine, target: str = "head") -> None:
-        with engine.connect() as conn:
-            self._take_turns(conn)
+        with self._migrating(engine) as conn:
             command.upgrade(self.config(conn), target)
-            conn.commit()
 
     def downgrade(self, engine: Engine, target: str = "base") -> None:
-        with engine.connect() as conn:
-            self._take_turns(conn)
+        with self._migrating(engine) as conn:
             command.downgrade(self.config(conn), target)
-            conn.commit()
+
+    @contextmanager
+    def _migrating(self, engine: Engine) -> Iterator[Connection]:
+        """A connection for one migration run: our turn, and on SQLite no foreign-key actions.
+
+        Alembic's SQLite batch mode rebuilds a table (copy, DROP, rename). With
+        foreign keys enforced, that DROP's implicit DELETE fires ON DELETE CASCADE /
+        SET NULL: every receipt and thread link would vanish. The pragma only takes
+        effect outside a transaction, so it goes to the driver before BEGIN;
+        integrity is checked before commit instead (only when the revision moved,
+        so a start on an unchanged schema costs no table scan).
+        """
+        with engine.connect() as conn:
+            sqlite = conn.dialect.name == "sqlite"
+            driver: Any = conn.connection.driver_connection if sqlite else None
+            if sqlite:
+                driver.execute("PRAGMA foreign_keys=OFF")
+            try:
+                self._take_turns(conn)
+                before = MigrationContext.configure(conn).get_current_revision()
+                yield conn
+                after = MigrationContext.configure(conn).get_current_revision()
+                if sqlite and after != before:
+                    dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if dangling:
+                        raise RuntimeError(
+                            f"migration left {len(dangling)} rows with dangling foreign keys "
+                            f"(first: {tuple(dangling[0])}); nothing was committed"
+                        )
+                conn.commit()
+            finally:
+                if sqlite:
+                    conn.rollback()
+                    driver.execute("PRAGMA foreign_keys=ON")
 
     def _take_turns(self, conn: Connection) -> None:
         """Hold the database's migration lock until `conn` commits.
