@@ -27,15 +27,15 @@ class UTCDateTime(TypeDecorator[datetime]):
             raise TypeError(f"expected datetime, got {type(value).__name__}")
         if value.tzinfo is None:
             raise ValueError("naive datetime given where UTC is required")
-        aware: datetime = value.astimezone(UTC)
+        utc: datetime = value.astimezone(UTC)
         if dialect.name == "sqlite":
-            return aware.replace(tzinfo=None)
-        return aware
+            return utc.replace(tzinfo=None)
+        return utc
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        moment: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
-        if moment.tzinfo is None:
-            return moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC)
+        parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)

@@ -33,10 +33,7 @@ class Database:
         with self.engine.connect() as conn:
             if self.sqlite:
                 conn.execution_options(sqlite_begin="IMMEDIATE")
-            with (
-                Session(bind=conn, expire_on_commit=False, autoflush=True) as session,
-                session.begin(),
-            ):
+            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
                 for hook in self.before_write:
                     hook(session)
                 yield session
