@@ -54,11 +54,19 @@ def test_upgrade_from_empty_reaches_head_with_the_inbox_tables(empty_engine: Eng
     assert tables(empty_engine) >= INBOX_TABLES
 
 
+def declared_by_the_models(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    # Bookkeeping tables that only migrations create (no ORM model) are not drift.
+    return not (type_ == "table" and reflected and compare_to is None)
+
+
 def test_migrated_schema_matches_the_models(empty_engine: Engine) -> None:
     migrate.upgrade(empty_engine)
 
     with empty_engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        context = MigrationContext.configure(conn, opts={"include_object": declared_by_the_models})
+        diff = compare_metadata(context, Base.metadata)
 
     assert diff == []
 
