@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -50,15 +53,46 @@ def _take_turns(conn: Connection) -> None:
         conn.exec_driver_sql("select 1")
 
 
-def upgrade(engine: Engine, target: str = "head") -> None:
+@contextmanager
+def _migrating(engine: Engine) -> Iterator[Connection]:
+    """A connection for one migration run: our turn, and on SQLite no foreign-key actions.
+
+    Alembic's SQLite batch mode rebuilds a table (copy, DROP, rename). With foreign
+    keys enforced, that DROP's implicit DELETE fires ON DELETE CASCADE / SET NULL:
+    every receipt and thread link would vanish. The pragma only takes effect outside
+    a transaction, so it goes to the driver before BEGIN; integrity is checked
+    before commit instead (only when the revision moved, so a start on an
+    unchanged schema costs no table scan).
+    """
     with engine.connect() as conn:
-        _take_turns(conn)
+        sqlite = conn.dialect.name == "sqlite"
+        driver: Any = conn.connection.driver_connection if sqlite else None
+        if sqlite:
+            driver.execute("PRAGMA foreign_keys=OFF")
+        try:
+            _take_turns(conn)
+            before = MigrationContext.configure(conn).get_current_revision()
+            yield conn
+            after = MigrationContext.configure(conn).get_current_revision()
+            if sqlite and after != before:
+                dangling = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if dangling:
+                    raise RuntimeError(
+                        f"migration left {len(dangling)} rows with dangling foreign keys "
+                        f"(first: {tuple(dangling[0])}); nothing was committed"
+                    )
+            conn.commit()
+        finally:
+            if sqlite:
+                conn.rollback()
+                driver.execute("PRAGMA foreign_keys=ON")
+
+
+def upgrade(engine: Engine, target: str = "head") -> None:
+    with _migrating(engine) as conn:
         command.upgrade(alembic_config(conn), target)
-        conn.commit()
 
 
 def downgrade(engine: Engine, target: str = "base") -> None:
-    with engine.connect() as conn:
-        _take_turns(conn)
+    with _migrating(engine) as conn:
         command.downgrade(alembic_config(conn), target)
-        conn.commit()
