@@ -5,11 +5,14 @@ Every failed write must leave the database exactly as it was.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 MISSING = str(uuid.uuid4())
@@ -289,3 +292,21 @@ def test_list_with_a_kind_no_message_can_have_is_422(client: TestClient, kind: s
 
     assert response.status_code == 422
     assert response.json()["hint"]
+
+
+# The design's slug rule, written out independently of the implementation's copy.
+DESIGN_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(slug=st.text(alphabet="abz09._-A *\n\u00e9", max_size=70))
+def test_a_sender_is_accepted_exactly_when_it_matches_the_design_slug_rule(
+    client: TestClient, slug: str
+) -> None:
+    response = client.post("/messages/", json={**VALID, "from_agent": slug})
+
+    assert response.status_code == (201 if DESIGN_SLUG.fullmatch(slug) else 422)
