@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -65,10 +67,6 @@ def list_messages(
     limit: int,
 ) -> list[AgentMessage]:
     conditions: list[ColumnElement[bool]] = [not_expired(now)]
-    if to_values is not None:
-        conditions.append(
-            or_(AgentMessage.to_agent.in_(to_values), AgentMessage.to_agent == BROADCAST)
-        )
     if from_values is not None:
         conditions.append(AgentMessage.from_agent.in_(from_values))
     if kind is not None:
@@ -77,13 +75,21 @@ def list_messages(
         conditions.append(AgentMessage.archived_at.is_(None))
     if unread_only:
         conditions.append(_unread(to_values))
-    stmt = (
-        select(AgentMessage)
-        .where(and_(*conditions))
-        .order_by(AgentMessage.created_at.desc(), AgentMessage.id.desc())
-        .limit(limit)
-    )
-    return list(session.scalars(stmt).all())
+    newest_first = (AgentMessage.created_at.desc(), AgentMessage.id.desc())
+
+    def page(*where: ColumnElement[bool]) -> list[AgentMessage]:
+        stmt = select(AgentMessage).where(*conditions, *where).order_by(*newest_first).limit(limit)
+        return list(session.scalars(stmt).all())
+
+    if to_values is None:
+        return page()
+    # An inbox is the reader's direct messages plus every broadcast. Two scans
+    # that each walk the (to_agent, created_at) index and stop at `limit`, merged,
+    # instead of one OR that reads and sorts every broadcast ever sent.
+    direct = page(AgentMessage.to_agent.in_(to_values))
+    broadcasts = page(AgentMessage.to_agent == BROADCAST)
+    merged = heapq.merge(direct, broadcasts, key=lambda m: (m.created_at, m.id), reverse=True)
+    return list(itertools.islice(merged, limit))
 
 
 def _unread(reader_values: Sequence[str] | None) -> ColumnElement[bool]:
