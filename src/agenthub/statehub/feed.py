@@ -17,10 +17,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Row, func, select, text
+from sqlalchemy import Row, String, Uuid, func, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
+from agenthub.sqltypes import UTCDateTime
 from agenthub.statehub import cursor, source
 from agenthub.statehub.errors import FeedError, ResnapshotConflict, ResnapshotGone
 from agenthub.statehub.models import (
@@ -59,22 +60,50 @@ RECEIPT_TOMBSTONE_COLUMNS = (_RT.message_id, _RT.agent, _RT.revision, _RT.delete
 REVISION_TABLES = (_M, _R, _T, _RT)
 
 
-def iso(value: datetime | None) -> str | None:
+def wire_columns(session: Session, columns: Sequence[Any]) -> tuple[Any, ...]:
+    """`columns` as the feed selects them. On SQLite, ids and timestamps come back
+    as their stored text and are reformatted by slicing (`_uuid`, `iso`): parsing
+    every one into `UUID`/`datetime` objects was most of a page's cost."""
+    if session.get_bind().dialect.name != "sqlite":
+        return tuple(columns)
+    return tuple(
+        type_coerce(c, String).label(c.name) if isinstance(c.type, Uuid | UTCDateTime) else c
+        for c in columns
+    )
+
+
+def iso(value: datetime | str | None) -> str | None:
     """Canonical timestamp text: UTC, microseconds, `Z`."""
     if value is None:
         return None
+    if isinstance(value, str):
+        # SQLite's stored text, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) as written
+        # by State Hub and its triggers; anything else takes the slow path.
+        if len(value) == 26 and value[10] == " ":
+            return f"{value[:10]}T{value[11:]}Z"
+        parsed = datetime.fromisoformat(value)
+        value = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     if value.utcoffset():
         value = value.astimezone(UTC)
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _uuid(value: uuid.UUID | None) -> str | None:
-    return None if value is None else str(value)
+def _uuid(value: uuid.UUID | str | None) -> str | None:
+    return None if value is None else uuid_text(value)
+
+
+def uuid_text(value: uuid.UUID | str) -> str:
+    """Lowercase hyphenated UUID from a `UUID` or SQLite's stored text."""
+    if isinstance(value, str):
+        if len(value) == 32:  # SQLite stores the 32 hex digits
+            return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+        return str(uuid.UUID(value))
+    return str(value)
 
 
 def message_state(row: Row[Any]) -> dict[str, Any]:
     return {
-        "id": str(row.id),
+        "id": uuid_text(row.id),
         "from_agent": row.from_agent,
         "to_agent": row.to_agent,
         "subject": row.subject,
@@ -92,7 +121,7 @@ def message_state(row: Row[Any]) -> dict[str, Any]:
 
 def receipt_state(row: Row[Any]) -> dict[str, Any]:
     return {
-        "message_id": str(row.message_id),
+        "message_id": uuid_text(row.message_id),
         "agent": row.agent,
         "delivered_at": iso(row.delivered_at),
         "read_at": iso(row.read_at),
@@ -103,7 +132,7 @@ def receipt_state(row: Row[Any]) -> dict[str, Any]:
 
 def tombstone_state(row: Row[Any]) -> dict[str, Any]:
     return {
-        "message_id": str(row.message_id),
+        "message_id": uuid_text(row.message_id),
         "revision": row.revision,
         "deleted_at": iso(row.deleted_at),
         "reason": row.reason,
@@ -112,7 +141,7 @@ def tombstone_state(row: Row[Any]) -> dict[str, Any]:
 
 def receipt_tombstone_state(row: Row[Any]) -> dict[str, Any]:
     return {
-        "message_id": str(row.message_id),
+        "message_id": uuid_text(row.message_id),
         "agent": row.agent,
         "revision": row.revision,
         "deleted_at": iso(row.deleted_at),
@@ -360,7 +389,7 @@ class FeedService:
 
         def rows(columns: Sequence[Any], table: Any, *order: Any) -> list[Row[Any]]:
             stmt = (
-                select(*columns)
+                select(*wire_columns(session, columns))
                 .where(table.revision > after, table.revision <= cut)
                 .order_by(table.revision, *order)
             )
@@ -372,21 +401,21 @@ class FeedService:
             grouped.setdefault(revision, [[], [], [], []])[slot].append(change)
 
         for row in rows(MESSAGE_COLUMNS, _M, _M.id):
-            key = str(row.id)
+            key = uuid_text(row.id)
             put(
                 row.revision, 0, _change(row.revision, "message", key, "upsert", message_state(row))
             )
         for row in rows(RECEIPT_COLUMNS, _R, _R.message_id, _R.agent):
-            key = f"{row.message_id}:{row.agent}"
+            key = f"{uuid_text(row.message_id)}:{row.agent}"
             put(
                 row.revision, 1, _change(row.revision, "receipt", key, "upsert", receipt_state(row))
             )
         for row in rows(RECEIPT_TOMBSTONE_COLUMNS, _RT, _RT.message_id, _RT.agent):
-            key = f"{row.message_id}:{row.agent}"
+            key = f"{uuid_text(row.message_id)}:{row.agent}"
             state = receipt_tombstone_state(row)
             put(row.revision, 2, _change(row.revision, "receipt", key, "delete", state))
         for row in rows(TOMBSTONE_COLUMNS, _T, _T.message_id):
-            key = str(row.message_id)
+            key = uuid_text(row.message_id)
             state = tombstone_state(row)
             put(row.revision, 3, _change(row.revision, "tombstone", key, "delete", state))
         changes = [c for rev in sorted(grouped) for slot in grouped[rev] for c in slot]

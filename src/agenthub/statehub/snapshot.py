@@ -43,6 +43,8 @@ from agenthub.statehub.feed import (
     receipt_state,
     receipt_tombstone_state,
     tombstone_state,
+    uuid_text,
+    wire_columns,
 )
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ class Part:
 
     def select(self, session: Session, cutoff: Any, after: list[Any] | None = None) -> Select[Any]:
         keys = self.keys(session)
-        stmt = select(*self.columns).order_by(*keys)
+        stmt = select(*wire_columns(session, self.columns)).order_by(*keys)
         if self.horizon is not None:
             stmt = stmt.where(self.horizon >= cutoff)
         if after is not None:
@@ -327,10 +329,10 @@ class PagedSnapshots:
 
 def _key_of(part: Part, row: Any) -> list[Any]:
     if part.name == "messages":
-        return [str(row.id)]
+        return [uuid_text(row.id)]
     if part.name == "tombstones":
-        return [str(row.message_id)]
-    return [str(row.message_id), row.agent]
+        return [uuid_text(row.message_id)]
+    return [uuid_text(row.message_id), row.agent]
 
 
 def _encode_token(snapshot_id: str, part_index: int, key: list[Any] | None) -> str:
