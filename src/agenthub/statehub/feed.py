@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Row, String, Uuid, func, select, text, type_coerce
+from sqlalchemy import Row, String, Uuid, cast, func, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
@@ -58,18 +58,31 @@ RECEIPT_COLUMNS = (
 TOMBSTONE_COLUMNS = (_T.message_id, _T.revision, _T.deleted_at, _T.reason)
 RECEIPT_TOMBSTONE_COLUMNS = (_RT.message_id, _RT.agent, _RT.revision, _RT.deleted_at)
 REVISION_TABLES = (_M, _R, _T, _RT)
+PG_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
 
 
 def wire_columns(session: Session, columns: Sequence[Any]) -> tuple[Any, ...]:
-    """`columns` as the feed selects them. On SQLite, ids and timestamps come back
-    as their stored text and are reformatted by slicing (`_uuid`, `iso`): parsing
-    every one into `UUID`/`datetime` objects was most of a page's cost."""
-    if session.get_bind().dialect.name != "sqlite":
-        return tuple(columns)
-    return tuple(
-        type_coerce(c, String).label(c.name) if isinstance(c.type, Uuid | UTCDateTime) else c
-        for c in columns
-    )
+    """`columns` as the feed selects them: ids and timestamps arrive as text that
+    `uuid_text` and `iso` only slice (PostgreSQL formats them in SQL; SQLite
+    hands back its stored text). Parsing every value into `UUID`/`datetime`
+    objects only to print them again was most of a page's cost."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    out: list[Any] = []
+    for column in columns:
+        expr: Any
+        if isinstance(column.type, Uuid):
+            expr = cast(column, String) if postgres else type_coerce(column, String)
+        elif isinstance(column.type, UTCDateTime):
+            expr = (
+                func.to_char(func.timezone("UTC", column), PG_ISO_FORMAT)
+                if postgres
+                else type_coerce(column, String)
+            )
+        else:
+            out.append(column)
+            continue
+        out.append(expr.label(column.name))
+    return tuple(out)
 
 
 def iso(value: datetime | str | None) -> str | None:
@@ -77,6 +90,8 @@ def iso(value: datetime | str | None) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
+        if len(value) == 27 and value[10] == "T" and value[26] == "Z":
+            return value  # already canonical (formatted by PostgreSQL)
         # SQLite's stored text, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) as written
         # by State Hub and its triggers; anything else takes the slow path.
         if len(value) == 26 and value[10] == " ":
