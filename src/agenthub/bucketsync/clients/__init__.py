@@ -1,0 +1,1 @@
+"""Agent-side clients that bucket-sync serves and bootstrap publishes (standalone files)."""
