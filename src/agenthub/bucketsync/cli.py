@@ -87,3 +87,31 @@ def backfill_inbox(
         f"already present {report.already_present}, broadcasts skipped "
         f"{report.broadcasts_skipped}"
     )
+
+
+verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")
+app.add_typer(verify_app, name="verify")
+
+
+@verify_app.command("reconcile")
+def verify_reconcile() -> None:
+    """Record verdicts of verification runs that ended while nobody watched (idempotent,
+    safe to schedule)."""
+    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.scoring import build_scoring
+    from agenthub.clock import SystemClock
+
+    settings = _settings()
+    if not settings.verifier_enabled:
+        typer.echo("error: VERIFIER_ENABLED is not true; nothing to reconcile", err=True)
+        raise typer.Exit(2)
+    store, identity = default_adapters(settings)
+    hub = build_hub(settings, store, identity, SystemClock())
+    scoring = build_scoring(hub, listen=False)
+    assert scoring.verifier is not None
+    report = scoring.verifier.reconcile()
+    typer.echo(
+        f"examined {report.examined}, recorded {report.recorded}, healed {report.healed}, "
+        f"still running {report.still_running}, skipped {report.skipped}"
+    )

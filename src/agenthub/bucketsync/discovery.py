@@ -54,6 +54,20 @@ ENDPOINTS = [
     ),
     ("GET", "/v1/results", "results with verification inline (list grammar)"),
     ("GET", "/v1/results/{filename}", "one result"),
+    (
+        "GET",
+        "/v1/leaderboard",
+        "ranked results: ?verification=valid (strict), best_per_agent, agent, limit",
+    ),
+]
+
+JOB_ENDPOINTS = [
+    (
+        "POST",
+        "/v1/jobs:run",
+        "Bearer; {agent_id, submission_prefix, run_prefix}: run the benchmark harness on "
+        "your submission; job_status.json + job_logs.txt land in run_prefix",
+    ),
 ]
 
 LIST_GRAMMAR = [
@@ -83,7 +97,11 @@ LOCAL_ENDPOINTS = [
 
 def describe(hub: Hub) -> dict[str, Any]:
     s = hub.settings
-    endpoints = ENDPOINTS + (LOCAL_ENDPOINTS if s.storage == "local" else [])
+    endpoints = (
+        ENDPOINTS
+        + (JOB_ENDPOINTS if s.jobs_enabled else [])
+        + (LOCAL_ENDPOINTS if s.storage == "local" else [])
+    )
     return {
         "service": "bucket-sync",
         "org": s.org,
