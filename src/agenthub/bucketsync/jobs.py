@@ -25,6 +25,7 @@ from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BucketNotOwnedByCaller,
     IdentityMismatch,
+    InvalidPath,
     JobLaunchFailed,
     SourceNotFound,
     StorageUnavailable,
@@ -94,10 +95,11 @@ class Outcome:
 
 def _folder(prefix: str, *, name: str) -> str:
     """A validated bucket folder prefix ending in '/'."""
-    if not isinstance(prefix, str) or not prefix.strip("/"):
-        raise SourceNotFound(f"{name} is empty", hint=f"{name}: e.g. 'runs/run-1/'")
-    naming.validate_components(prefix.strip("/"))
-    return prefix.strip("/") + "/"
+    folder = prefix.rstrip("/") if isinstance(prefix, str) else ""
+    if not folder:
+        raise InvalidPath(f"{name} is empty", hint=f"{name}: e.g. 'runs/run-1/'")
+    naming.validate_components(folder)
+    return folder + "/"
 
 
 class JobsService:
