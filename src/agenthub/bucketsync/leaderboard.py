@@ -194,7 +194,9 @@ def cached_ranking(hub: Hub, query: BoardQuery, index_of: Callable[[], dict[str,
             best_per_agent=query.best_per_agent,
         )
 
-    return hub.read_model.derived(naming.RESULTS, f"{key}:{settings.score_field}", build)
+    return hub.read_model.derived(
+        naming.RESULTS, f"{key}:{settings.score_field}:{settings.score_order}", build
+    )
 
 
 def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
