@@ -34,6 +34,8 @@ a, extra = p.parse_known_args()
 mode = (a.submission_dir / "mode.txt").read_text().strip()
 if mode == "sleep":
     time.sleep(60)
+if mode == "slow":
+    time.sleep(1.5)
 if mode == "crash":
     print("harness crashed on purpose")
     sys.exit(3)
