@@ -7,8 +7,11 @@ so an admin verdict edit or a new result both invalidate it).
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +19,9 @@ from agenthub.bucketsync import listing, naming
 from agenthub.bucketsync.agents import registration
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import InvalidQuery
+from agenthub.bucketsync.readmodel import ReadModel, Record
 from agenthub.bucketsync.results import verification_index
+from agenthub.bucketsync.storage import FileEntry
 
 DEFAULT_VERIFICATION = ("pending", "valid")  # `invalid` is excluded unless asked for
 
@@ -60,6 +65,70 @@ def score_of(fm: Mapping[str, Any], score_field: str) -> float | None:
     return float(value)
 
 
+@dataclass(frozen=True)
+class Scored:
+    """An eligible result with its sort key (better first, then earlier, then agent id)."""
+
+    key: tuple[float, str, str]
+    score: float
+    entry: Entry
+
+
+def classify(entry: Entry, *, score_field: str, order: str) -> Scored | str:
+    """The result's sort position, or why it is not eligible (`status_negative`,
+    `malformed`)."""
+    status = entry.frontmatter.get("status")
+    if status == "negative":
+        return "status_negative"
+    score = score_of(entry.frontmatter, score_field)
+    if status != "agent-run" or score is None:
+        return "malformed"
+    sign = -1.0 if order == "desc" else 1.0
+    return Scored((sign * score, entry.stamp, entry.agent), score, entry)
+
+
+def rank_sorted(
+    scored: Iterable[Scored],
+    index: Mapping[str, str],
+    *,
+    considered: int,
+    excluded: Mapping[str, int],
+    verification: Sequence[str] = DEFAULT_VERIFICATION,
+    best_per_agent: bool = True,
+) -> Ranking:
+    """Rank already-sorted eligible results under a verification filter."""
+    counts = {"status_negative": 0, "malformed": 0, **excluded}
+    for state in listing.VERIFICATION_STATES:
+        counts[f"verification_{state}"] = 0
+    rows: list[Row] = []
+    seen: set[str] = set()
+    for item in scored:
+        entry = item.entry
+        state = index.get(entry.filename, "pending")
+        if state not in verification:
+            counts[f"verification_{state}"] += 1
+            continue
+        if best_per_agent:
+            if entry.agent in seen:
+                continue
+            seen.add(entry.agent)
+        rows.append(
+            Row(
+                rank=len(rows) + 1,
+                agent=entry.agent,
+                score=item.score,
+                filename=entry.filename,
+                timestamp=str(
+                    entry.frontmatter.get("timestamp") or naming.stamp_to_iso(entry.stamp)
+                ),
+                verification=state,
+                method=entry.frontmatter.get("method"),
+                description=entry.frontmatter.get("description"),
+            )
+        )
+    return Ranking(rows=tuple(rows), considered=considered, excluded=counts)
+
+
 def rank(
     entries: Iterable[Entry],
     index: Mapping[str, str],
@@ -72,49 +141,24 @@ def rank(
     """Rank eligible results (`status: agent-run`, positive numeric score) whose
     verification state is in `verification`; ties go to the earlier stamp, then agent id."""
     excluded = {"status_negative": 0, "malformed": 0}
-    for state in listing.VERIFICATION_STATES:
-        excluded[f"verification_{state}"] = 0
-    eligible: list[tuple[float, Entry, str]] = []
+    scored: list[Scored] = []
     considered = 0
     for entry in entries:
         considered += 1
-        status = entry.frontmatter.get("status")
-        if status == "negative":
-            excluded["status_negative"] += 1
-            continue
-        score = score_of(entry.frontmatter, score_field)
-        if status != "agent-run" or score is None:
-            excluded["malformed"] += 1
-            continue
-        state = index.get(entry.filename, "pending")
-        if state not in verification:
-            excluded[f"verification_{state}"] += 1
-            continue
-        eligible.append((score, entry, state))
-    sign = -1.0 if order == "desc" else 1.0
-    eligible.sort(key=lambda item: (sign * item[0], item[1].stamp, item[1].agent))
-    rows: list[Row] = []
-    seen: set[str] = set()
-    for score, entry, state in eligible:
-        if best_per_agent:
-            if entry.agent in seen:
-                continue
-            seen.add(entry.agent)
-        rows.append(
-            Row(
-                rank=len(rows) + 1,
-                agent=entry.agent,
-                score=score,
-                filename=entry.filename,
-                timestamp=str(
-                    entry.frontmatter.get("timestamp") or naming.stamp_to_iso(entry.stamp)
-                ),
-                verification=state,
-                method=entry.frontmatter.get("method"),
-                description=entry.frontmatter.get("description"),
-            )
-        )
-    return Ranking(rows=tuple(rows), considered=considered, excluded=excluded)
+        outcome = classify(entry, score_field=score_field, order=order)
+        if isinstance(outcome, str):
+            excluded[outcome] += 1
+        else:
+            scored.append(outcome)
+    scored.sort(key=lambda item: item.key)
+    return rank_sorted(
+        scored,
+        index,
+        considered=considered,
+        excluded=excluded,
+        verification=verification,
+        best_per_agent=best_per_agent,
+    )
 
 
 @dataclass(frozen=True)
@@ -162,47 +206,140 @@ def parse_board_query(params: Mapping[str, str]) -> BoardQuery:
     )
 
 
-def result_entries(hub: Hub) -> list[Entry]:
-    """Every stamped result file, parsed (from the content cache where warm)."""
-    entries = hub.read_model.entries(naming.RESULTS)
-    paths = [
-        path
-        for path in entries
+def _entry(record: Record) -> Entry:
+    parsed = naming.parse_stamped_filename(record.filename)
+    assert parsed is not None
+    return Entry(record.filename, parsed[1], parsed[0], record.frontmatter)
+
+
+def _result_paths(entries: Mapping[str, FileEntry]) -> dict[str, str]:
+    """Stamped result files of the `results/` listing → content hash."""
+    return {
+        path: entry.content_hash
+        for path, entry in entries.items()
         if "/" not in path[len(naming.RESULTS) :]
         and naming.parse_stamped_filename(path[len(naming.RESULTS) :]) is not None
-    ]
-    records = hub.read_model.records(paths, naming.RESULTS)
-    found = []
-    for record in records.values():
-        parsed = naming.parse_stamped_filename(record.filename)
-        assert parsed is not None
-        found.append(Entry(record.filename, parsed[1], parsed[0], record.frontmatter))
-    return found
+    }
 
 
-def cached_ranking(hub: Hub, query: BoardQuery, index_of: Callable[[], dict[str, str]]) -> Ranking:
-    key = f"leaderboard:{','.join(query.verification)}:{query.best_per_agent}"
+def result_entries(hub: Hub) -> list[Entry]:
+    """Every stamped result file, parsed (from the content cache where warm)."""
+    paths = _result_paths(hub.read_model.entries(naming.RESULTS))
+    return [_entry(r) for r in hub.read_model.records(list(paths), naming.RESULTS).values()]
+
+
+class ScoredResults:
+    """The eligible results kept sorted across listing versions: a new or changed result
+    costs one parse and one insertion instead of a re-sort of every result."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._config: tuple[str, str] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._hashes: dict[str, str] = {}
+        self._outcomes: dict[str, Scored | str] = {}
+        self._sorted: list[Scored] = []
+        self._excluded = {"status_negative": 0, "malformed": 0}
+
+    def _drop(self, path: str) -> None:
+        old = self._outcomes.pop(path, None)
+        if isinstance(old, Scored):
+            at = bisect.bisect_left(self._sorted, old.key, key=lambda item: item.key)
+            while self._sorted[at] is not old:
+                at += 1
+            del self._sorted[at]
+        elif old is not None:
+            self._excluded[old] -= 1
+        self._hashes.pop(path, None)
+
+    def ranking(
+        self,
+        hub: Hub,
+        index: Mapping[str, str],
+        *,
+        verification: Sequence[str],
+        best_per_agent: bool,
+    ) -> Ranking:
+        settings = hub.settings
+        config = (settings.score_field, settings.score_order)
+        listing_entries = hub.read_model.entries(naming.RESULTS)
+        with self._lock:
+            if config != self._config:
+                self._reset()
+                self._config = config
+            # Known paths are compared by hash; only unknown ones pay for the name check.
+            fresh: dict[str, str] = {}
+            seen, known_before = 0, len(self._hashes)
+            for path, file_entry in listing_entries.items():
+                known = self._hashes.get(path)
+                if known is None:
+                    rest = path[len(naming.RESULTS) :]
+                    if "/" not in rest and naming.parse_stamped_filename(rest) is not None:
+                        fresh[path] = file_entry.content_hash
+                    continue
+                seen += 1
+                if known != file_entry.content_hash:
+                    self._drop(path)
+                    fresh[path] = file_entry.content_hash
+            if seen < known_before:  # some known result left the listing
+                for path in [p for p in self._hashes if p not in listing_entries]:
+                    self._drop(path)
+            records = hub.read_model.records(list(fresh), naming.RESULTS) if fresh else {}
+            for path, record in records.items():
+                outcome = classify(_entry(record), score_field=config[0], order=config[1])
+                self._hashes[path] = fresh[path]
+                self._outcomes[path] = outcome
+                if isinstance(outcome, str):
+                    self._excluded[outcome] += 1
+                else:
+                    bisect.insort(self._sorted, outcome, key=lambda item: item.key)
+            return rank_sorted(
+                self._sorted,
+                index,
+                considered=len(self._outcomes),
+                excluded=self._excluded,
+                verification=verification,
+                best_per_agent=best_per_agent,
+            )
+
+
+_SCORED: weakref.WeakKeyDictionary[ReadModel, ScoredResults] = weakref.WeakKeyDictionary()
+_SCORED_LOCK = threading.Lock()
+
+
+def scored_results(hub: Hub) -> ScoredResults:
+    with _SCORED_LOCK:
+        found = _SCORED.get(hub.read_model)
+        if found is None:
+            found = _SCORED[hub.read_model] = ScoredResults()
+        return found
+
+
+def cached_ranking(hub: Hub, query: BoardQuery) -> Ranking:
+    """The ranking for `query`, memoized per results listing version."""
     settings = hub.settings
+    key = (
+        f"leaderboard:{','.join(query.verification)}:{query.best_per_agent}:"
+        f"{settings.score_field}:{settings.score_order}"
+    )
 
     def build(_entries: object) -> Ranking:
-        return rank(
-            result_entries(hub),
-            index_of(),
-            score_field=settings.score_field,
-            order=settings.score_order,
+        return scored_results(hub).ranking(
+            hub,
+            verification_index(hub),
             verification=query.verification,
             best_per_agent=query.best_per_agent,
         )
 
-    return hub.read_model.derived(
-        naming.RESULTS, f"{key}:{settings.score_field}:{settings.score_order}", build
-    )
+    return hub.read_model.derived(naming.RESULTS, key, build)
 
 
 def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     """`GET /v1/leaderboard`."""
     query = parse_board_query(params)
-    ranking = cached_ranking(hub, query, lambda: verification_index(hub))
+    ranking = cached_ranking(hub, query)
     rows: Sequence[Row] = ranking.rows
     if query.agent is not None:
         rows = [row for row in rows if row.agent == query.agent]  # global rank is kept

@@ -43,7 +43,7 @@ from agenthub.bucketsync.jobs import (
     read_status,
     record_from_status,
 )
-from agenthub.bucketsync.leaderboard import rank, result_entries, score_of
+from agenthub.bucketsync.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results import VERIFICATION_INDEX
 from agenthub.bucketsync.storage import Batch
 
@@ -191,13 +191,8 @@ class Verifier:
         return score > champion if self.settings.score_order == "desc" else score < champion
 
     def champion_score(self, index: Mapping[str, str]) -> float | None:
-        ranking = rank(
-            result_entries(self.hub),
-            index,
-            score_field=self.settings.score_field,
-            order=self.settings.score_order,
-            verification=("valid",),
-            best_per_agent=False,
+        ranking = scored_results(self.hub).ranking(
+            self.hub, index, verification=("valid",), best_per_agent=False
         )
         return ranking.rows[0].score if ranking.rows else None
 

@@ -270,3 +270,32 @@ def test_bs_4_60_any_verification_mode_works_through_the_index(
         assert listed["items"] == [filename]
         strict = board(world, verification=verdict)
         assert [r["verification"] for r in strict["rows"]] == [verdict]
+
+
+def test_bs_7_27_incremental_ranking_equals_the_pure_function_after_edits(
+    world: World, clock: FrozenClock
+) -> None:
+    from agenthub.bucketsync.leaderboard import result_entries
+
+    for agent in ("agent-1", "agent-2", "agent-3"):
+        world.agent(agent)
+    names = [post_result(world, a, s) for a, s in (("agent-1", 0.4), ("agent-2", 0.6))]
+    post_result(world, "agent-3", 0.5)
+    board(world, best_per_agent="false")  # warm the incremental index
+    central = world.hub.central
+    rewritten = b"---\nscore: 0.95\nstatus: agent-run\nmethod: m\ndescription: d\n---\n"
+    world.hub.store.write_batch(
+        central,
+        Batch(adds=[(f"results/{names[0]}", rewritten)], deletes=[f"results/{names[1]}"]),
+    )
+    # The Space's own writes stay in the read model's overlay for up to 2 TTLs.
+    clock.advance(2 * world.hub.settings.listing_ttl_s + 1)
+    post_result(world, "agent-2", 0.7)
+    served = board(world, best_per_agent="false")["rows"]
+    pure = rank(
+        result_entries(world.hub), {}, score_field="score", order="desc", best_per_agent=False
+    )
+    assert [(r["filename"], r["score"]) for r in served] == [
+        (row.filename, row.score) for row in pure.rows
+    ]
+    assert [r["score"] for r in served] == [0.95, 0.7, 0.5]
