@@ -91,14 +91,16 @@ class LocalJobRunner:
             )
             package_root = str(Path(__file__).resolve().parents[2])
             env = {**os.environ, "PYTHONPATH": package_root}
-            proc = subprocess.Popen(
-                [self._python, "-m", "agenthub.bucketsync.localjobs", str(directory)],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=open(directory / "supervisor.txt", "wb"),  # noqa: SIM115
-                start_new_session=True,
-            )
+            with open(directory / "supervisor.txt", "wb") as supervisor_log:
+                proc = subprocess.Popen(
+                    [self._python, "-m", "agenthub.bucketsync.localjobs", str(directory)],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=supervisor_log,
+                    # Its own session: the job survives a service restart (reconcile).
+                    start_new_session=True,
+                )
         except OSError as exc:
             raise JobLaunchError(f"could not start a local job: {exc}") from exc
         (directory / "pid").write_text(str(proc.pid))
@@ -109,10 +111,12 @@ class LocalJobRunner:
     def inspect(self, job_id: str) -> JobState:
         directory = self.job_dir(job_id)
         status = _read_status(directory)
-        if status is not None:
-            return status
         with self._lock:
             proc = self._procs.get(job_id)
+            if status is not None and proc is not None and proc.poll() is not None:
+                del self._procs[job_id]  # reaped; nothing left to track
+        if status is not None:
+            return status
         if proc is not None:
             code = proc.poll()
             if code is None:

@@ -3,6 +3,7 @@ ledger, the jobs service and (when enabled) the verifier hooked onto result prom
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from agenthub.bucketsync.context import Hub
@@ -17,6 +18,8 @@ from agenthub.bucketsync.quota import (
 )
 from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.verifier import Verifier
+
+log = logging.getLogger("agenthub.bucketsync.scoring")
 
 
 @dataclass
@@ -65,6 +68,14 @@ def build_scoring(
     )
     jobs = JobsService(hub, runner or default_runner(s), quota)
     verifier = Verifier(hub, jobs) if s.verifier_enabled else None
+    if verifier is not None and not s.audit_two_org:
+        # Seed §8: participants can read a single-org audit bucket, eval set included.
+        log.warning(
+            "VERIFIER_ENABLED with a single-org AUDIT_BUCKET (%s): participants can read the "
+            "private eval set under %s",
+            s.audit_bucket,
+            s.private_dataset_prefix,
+        )
     if verifier is not None and listen:
         hub.result_listeners.append(verifier.consider_async)
     return Scoring(jobs=jobs, verifier=verifier)

@@ -85,6 +85,11 @@ class BucketSyncSettings(BaseSettings):
                 raise ValueError(f"{name.upper()} must look like 'namespace/name', got {value!r}")
         if self.verifier_enabled and not self.jobs_enabled:
             raise ValueError("VERIFIER_ENABLED=true needs JOBS_ENABLED=true (it re-runs jobs)")
+        if self.job_runner == "local" and self.storage != "local":
+            raise ValueError(
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
+                "copies prefixes out of local buckets); use hf, or leave it unset"
+            )
         if self.verifier_guard_field and self.verifier_guard_cap is None:
             raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")
         for name in ("harness_prefix", "private_dataset_prefix", "verification_runs_prefix"):
