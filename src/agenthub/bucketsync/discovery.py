@@ -6,6 +6,7 @@ from typing import Any
 
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.notify import InProcessNotifier
+from agenthub.bucketsync.settings import BucketSyncSettings
 
 ENDPOINTS = [
     ("GET", "/v1", "this self-description"),
@@ -127,12 +128,33 @@ def describe(hub: Hub) -> dict[str, Any]:
             "result": "results/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
             "required_result_fields": s.result_fields,
             "verification_index": "results/verification_status.json",
+            "leaderboard": {
+                "eligible": "status: agent-run with a positive score",
+                "default_verification": ["pending", "valid"],
+                "best_per_agent": True,
+            },
+            "result_submission": "frontmatter artifacts: (or submission:) = a folder of "
+            "your scratch bucket, an artifacts/{slug}_{agent_id}/ folder, or a jobs:run "
+            "run_prefix",
             "raw_messages": "best-effort attribution; use {source} for anything load-bearing",
         },
+        "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
             {"method": method, "path": path, "description": description}
             for method, path, description in endpoints
         ],
+    }
+
+
+def _jobs(s: BucketSyncSettings) -> dict[str, Any]:
+    return {
+        "harness": f"hf://buckets/{s.central_bucket}/{s.harness_prefix}{s.job_harness_entrypoint}",
+        "command": "python3 /harness/run.py --submission-dir /submission --state-dir /state",
+        "summary": f"/state/summary.json with at least {{{s.score_field!r}: <number>}}",
+        "timeout_minutes": s.job_timeout_minutes,
+        "per_agent_per_day": s.job_per_agent_per_day,
+        "per_user_per_day": s.job_per_user_per_day,
+        "verifier": s.verifier_enabled,
     }
 
 

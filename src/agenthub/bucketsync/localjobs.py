@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -262,8 +263,11 @@ def supervise(directory: Path) -> int:
                     proc.wait()
                     log.write(f"\n[timed out after {timeout:.0f}s]\n".encode())
                     _copy_back(store, mounts, sandbox)
+                    shutil.rmtree(sandbox, ignore_errors=True)
                     return finish(ERROR, f"timed out after {timeout:.0f}s", None)
     _copy_back(store, mounts, sandbox)
+    # The copies (private eval set included) are not kept once written back.
+    shutil.rmtree(sandbox, ignore_errors=True)
     if code == 0:
         return finish(COMPLETED, None, 0)
     return finish(ERROR, f"the command exited with status {code}", code)

@@ -97,8 +97,23 @@ def test_bs_4_50_harness_writes_summary_with_the_score_field(scoring_world: AppF
 
 def test_bs_4_19_jobs_run_is_listed_when_enabled(scoring_world: AppFactory) -> None:
     world = scoring_world()
-    paths = [e["path"] for e in world.client.get("/v1").json()["endpoints"]]
-    assert "/v1/jobs:run" in paths
+    described = world.client.get("/v1").json()
+    assert "/v1/jobs:run" in [e["path"] for e in described["endpoints"]]
+    assert described["jobs"]["harness"] == "hf://buckets/acme/chal-main-bucket/harness/run.py"
+    assert described["jobs"]["per_agent_per_day"] == 10
+
+
+def test_bs_4_49_local_sandbox_copies_are_removed_after_the_run(
+    scoring_world: AppFactory, tmp_path: Path
+) -> None:
+    world = scoring_world()
+    world.agent("agent-1", "alice")
+    world.submission("agent-1")
+    job_id = world.run_job("agent-1").json()["job_id"]
+    world.finished(world.bucket("agent-1"), "runs/1/")
+    job_dir = tmp_path / "data" / "jobs" / job_id
+    assert (job_dir / "status.json").exists() and (job_dir / "logs.txt").exists()
+    assert not (job_dir / "sandbox").exists()
 
 
 @pytest.mark.parametrize(
