@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -188,3 +189,63 @@ def test_bs_4_46_hf_launch_refusal_is_502_and_not_counted(
     )
     assert response.status_code == 502 and response.json()["error"]["code"] == "JOB_LAUNCH_FAILED"
     assert "quota/job_ledger.jsonl" not in fake.buckets.files(AUDIT)
+
+
+def test_bs_4_53_verifier_on_hf_mounts_the_private_set_from_the_audit_bucket(
+    fake: FakeJobsHub, tmp_path: Path
+) -> None:
+    fake.buckets.put(AUDIT, "private/eval.json", b"[[2, true]]")
+    fake.buckets.tokens["tok-alice"] = {
+        "name": "alice",
+        "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
+    }
+    fake.buckets.add_bucket("acme/chal-a1", author="alice")
+    fake.buckets.put("acme/chal-a1", ".bucket-sync-handshake", b"alice")
+    fake.buckets.put("acme/chal-a1", "sub/predict.py", b"def predict(n): return True\n")
+    fake.buckets.put(
+        "acme/chal-a1",
+        "r.md",
+        b"---\nscore: 0.8\nmethod: m\nstatus: agent-run\ndescription: d\nartifacts: sub/\n---\n",
+    )
+    clock = FrozenClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
+    settings = make_settings(
+        tmp_path,
+        BUCKETSYNC_STORAGE="hf",
+        HF_TOKEN="hf_admin",
+        JOBS_ENABLED="true",
+        VERIFIER_ENABLED="true",
+        JOB_POLL_S="0.02",
+    )
+    app = create_app(
+        settings,
+        store=HfBucketStore(token="hf_admin", api=fake),
+        identity=HfIdentity(
+            admin_token="hf_admin", api=fake.buckets, clock=clock, email_lookup=lambda *a: []
+        ),
+        clock=clock,
+        job_runner=HfJobRunner(token="hf_admin", namespace="acme", api=fake),
+    )
+    with TestClient(app) as client:
+        auth = {"Authorization": "Bearer tok-alice"}
+        assert client.post("/v1/agents/register", json={"agent_id": "a1"}, headers=auth).is_success
+        promoted = client.post("/v1/results", json={"source": "hf://buckets/acme/chal-a1/r.md"})
+        assert promoted.status_code == 201, promoted.text
+        filename = promoted.json()["filename"]
+        eventually(lambda: "job0001" in fake.jobs)
+        volumes = {v["mountPath"]: v for v in fake.jobs["job0001"]["volumes"]}
+        assert volumes["/private"] == {
+            "type": "bucket",
+            "source": AUDIT,
+            "mountPath": "/private",
+            "readOnly": True,
+            "path": "private",
+        }
+        assert volumes["/state"]["source"] == AUDIT and volumes["/state"]["readOnly"] is False
+        assert volumes["/state"]["path"] == f"verification_runs/{filename}"
+        assert volumes["/submission"]["source"] == "acme/chal-a1"
+        assert "--private-dir" in fake.jobs["job0001"]["spec"]["command"]
+        fake.complete("job0001", {"score": 0.79})
+        index = eventually(
+            lambda: fake.buckets.files(CENTRAL).get("results/verification_status.json")
+        )
+        assert index is not None and json.loads(index) == {filename: "valid"}
