@@ -13,6 +13,10 @@ that plays the platform's part:
 
 Because the supervisor is detached, a job outlives a service restart; `inspect` then reads
 `status.json` (or checks the supervisor's pid), which is what `verify reconcile` relies on.
+
+This runner emulates the platform's contract, not its isolation: the job runs as the
+service's OS user and could read the machine's files. Use it on a laptop or for trusted
+submissions; untrusted ones belong on HF Jobs (`BUCKETSYNC_JOB_RUNNER=hf`).
 """
 
 from __future__ import annotations
@@ -277,11 +281,12 @@ def _copy_back(store: LocalBucketStore, mounts: list[Mount], sandbox: Path) -> N
     for mount in mounts:
         if mount.read_only:
             continue
-        root = sandbox / mount.mount_path.lstrip("/")
+        root = (sandbox / mount.mount_path.lstrip("/")).resolve()
         adds = [
             (mount.prefix + path.relative_to(root).as_posix(), path.read_bytes())
             for path in sorted(root.rglob("*"))
-            if path.is_file()
+            # A symlink could point anywhere on this machine; only real files go back.
+            if path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(root)
         ]
         if adds:
             store.write_batch(mount.bucket, Batch(adds=adds))

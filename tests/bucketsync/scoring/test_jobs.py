@@ -36,6 +36,8 @@ if mode == "sleep":
     time.sleep(60)
 if mode == "slow":
     time.sleep(1.5)
+if mode == "symlink":
+    (a.state_dir / "leak.txt").symlink_to(pathlib.Path(a.submission_dir).parent.parent / "spec.json")
 if mode == "crash":
     print("harness crashed on purpose")
     sys.exit(3)
@@ -407,3 +409,15 @@ def test_bs_4_51_crashing_job_is_reported_with_its_logs(scoring_world: AppFactor
     assert status["stage"] == "ERROR" and "status 3" in status["message"]
     logs = world.hub.store.read(world.bucket("agent-1"), "runs/1/job_logs.txt")
     assert logs is not None and b"crashed on purpose" in logs
+
+
+def test_bs_4_49_symlinks_in_state_are_not_copied_back(scoring_world: AppFactory) -> None:
+    world = scoring_world()
+    use_probe(world)
+    world.agent("agent-1", "alice")
+    sub = probe_submission(world, "agent-1", "symlink")
+    assert world.run_job("agent-1", sub=sub).status_code == 202
+    bucket = world.bucket("agent-1")
+    assert world.finished(bucket, "runs/1/")["stage"] == "COMPLETED"
+    assert world.hub.store.read(bucket, "runs/1/summary.json") is not None
+    assert world.hub.store.read(bucket, "runs/1/leak.txt") is None
