@@ -96,26 +96,29 @@ app.add_typer(verify_app, name="verify")
 
 @verify_app.command("reconcile")
 def verify_reconcile() -> None:
-    """Record verdicts of verification runs that ended while nobody watched (idempotent,
-    safe to schedule)."""
+    """Record verdicts of verification runs that ended while nobody watched, and finish the
+    status files of agent runs likewise (idempotent, safe to schedule)."""
     from agenthub.bucketsync.app import default_adapters
     from agenthub.bucketsync.context import build_hub
     from agenthub.bucketsync.scoring import build_scoring
     from agenthub.clock import SystemClock
 
     settings = _settings()
-    if not settings.verifier_enabled:
-        typer.echo("error: VERIFIER_ENABLED is not true; nothing to reconcile", err=True)
+    if not settings.jobs_enabled:
+        typer.echo("error: JOBS_ENABLED is not true; nothing to reconcile", err=True)
         raise typer.Exit(2)
     store, identity = default_adapters(settings)
     hub = build_hub(settings, store, identity, SystemClock())
     scoring = build_scoring(hub, listen=False)
-    assert scoring.verifier is not None
-    report = scoring.verifier.reconcile()
-    typer.echo(
-        f"examined {report.examined}, recorded {report.recorded}, healed {report.healed}, "
-        f"still running {report.still_running}, skipped {report.skipped}"
-    )
+    if scoring.verifier is not None:
+        report = scoring.verifier.reconcile()
+        typer.echo(
+            f"verifications: examined {report.examined}, recorded {report.recorded}, "
+            f"healed {report.healed}, still running {report.still_running}, "
+            f"skipped {report.skipped}"
+        )
+    finished, running = scoring.jobs.reconcile_runs()
+    typer.echo(f"agent runs: finished {finished}, still running {running}")
 
 
 challenge_app = typer.Typer(help="The challenge's benchmark (organizer, offline).")

@@ -209,7 +209,9 @@ class JobsService:
             job = self._launch(spec)
             return job.job_id, job
 
-        job, remaining = self.quota.launch(agent_id, caller.user, start)
+        job, remaining = self.quota.launch(
+            agent_id, caller.user, start, status_bucket=bucket, run_prefix=run
+        )
         run_record = RunRecord(**{**pending.__dict__, "job_id": job.job_id, "job_url": job.url})
         self._write_status(run_record, None, None)
         self.watch(run_record)
@@ -356,6 +358,28 @@ class JobsService:
                 f"could not prepare {record.status_bucket}/{record.run_prefix}: {exc.message}",
                 hint="retry in a minute; nothing was launched",
             ) from exc
+
+    def reconcile_runs(self) -> tuple[int, int]:
+        """Finish agent runs of the last 24h that ended while nobody watched (a restart):
+        write their job_logs.txt + job_status.json. Returns (finished, still running)."""
+        finished = running = 0
+        for row in self.quota.ledger.rows():
+            if not row.run_prefix:
+                continue
+            status = read_status(self.hub, row.status_bucket, row.run_prefix)
+            if status is None or status.get("job_id") != row.job_id or status.get("finished_at"):
+                continue
+            try:
+                state = self.runner.inspect(row.job_id)
+            except JobRunnerUnavailable as exc:
+                log.warning("could not inspect %s: %s", row.job_id, exc)
+                continue
+            if not state.terminal:
+                running += 1
+                continue
+            self.finish(record_from_status(status), state)
+            finished += 1
+        return finished, running
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop watching (a restart): running jobs are left to `verify reconcile`."""

@@ -99,17 +99,20 @@ class LedgerRow:
     agent_id: str
     hf_user: str
     job_id: str
+    # Where the run reports (so `verify reconcile` can finish runs nobody watched).
+    status_bucket: str = ""
+    run_prefix: str = ""
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "ts": self.ts.isoformat().replace("+00:00", "Z"),
-                "agent_id": self.agent_id,
-                "hf_user": self.hf_user,
-                "job_id": self.job_id,
-            },
-            separators=(",", ":"),
-        )
+        row = {
+            "ts": self.ts.isoformat().replace("+00:00", "Z"),
+            "agent_id": self.agent_id,
+            "hf_user": self.hf_user,
+            "job_id": self.job_id,
+        }
+        if self.run_prefix:
+            row["status_bucket"], row["run_prefix"] = self.status_bucket, self.run_prefix
+        return json.dumps(row, separators=(",", ":"))
 
 
 class QuotaLedger:
@@ -138,6 +141,8 @@ class QuotaLedger:
                         agent_id=str(raw["agent_id"]),
                         hf_user=str(raw["hf_user"]),
                         job_id=str(raw.get("job_id", "")),
+                        status_bucket=str(raw.get("status_bucket", "")),
+                        run_prefix=str(raw.get("run_prefix", "")),
                     )
                 )
             except (ValueError, KeyError, TypeError):
@@ -178,7 +183,13 @@ class JobQuota:
         self.write_failures = 0
 
     def launch(
-        self, agent_id: str, hf_user: str, start: Callable[[], tuple[str, T]]
+        self,
+        agent_id: str,
+        hf_user: str,
+        start: Callable[[], tuple[str, T]],
+        *,
+        status_bucket: str = "",
+        run_prefix: str = "",
     ) -> tuple[T, Remaining]:
         """Check both caps, call `start()` → (job_id, value), and record the launch, all
         under the lock. Over quota → 429 with Retry-After; a failing `start` is not counted."""
@@ -203,7 +214,7 @@ class JobQuota:
                         hint=f"the oldest launch ages out in {int(wait)}s",
                     )
             job_id, value = start()
-            row = LedgerRow(ts=now, agent_id=agent_id, hf_user=hf_user, job_id=job_id)
+            row = LedgerRow(now, agent_id, hf_user, job_id, status_bucket, run_prefix)
             try:
                 self.ledger.save([*live, row])
                 self._unsaved = []

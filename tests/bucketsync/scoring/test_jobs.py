@@ -421,3 +421,39 @@ def test_bs_4_49_symlinks_in_state_are_not_copied_back(scoring_world: AppFactory
     assert world.finished(bucket, "runs/1/")["stage"] == "COMPLETED"
     assert world.hub.store.read(bucket, "runs/1/summary.json") is not None
     assert world.hub.store.read(bucket, "runs/1/leak.txt") is None
+
+
+def test_bs_4_51_restart_mid_run_then_reconcile_finishes_the_status_once(
+    scoring_world: AppFactory, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from agenthub.cli import app as cli
+
+    world = scoring_world()
+    use_probe(world)
+    world.agent("agent-1", "alice")
+    sub = probe_submission(world, "agent-1", "slow")
+    job_id = world.run_job("agent-1", sub=sub).json()["job_id"]
+    world.client.__exit__(None, None, None)  # the Space restarts; its watcher is gone
+    runner = LocalJobRunner(tmp_path / "data")
+    eventually(lambda: runner.inspect(job_id).terminal)
+    bucket = world.bucket("agent-1")
+    unfinished = world.status(bucket, "runs/1/job_status.json")
+    assert unfinished is not None and unfinished["finished_at"] is None
+    env = {
+        "ORG": "acme",
+        "COLLAB_SLUG": "chal",
+        "AUDIT_BUCKET": AUDIT,
+        "BUCKETSYNC_DATA_DIR": str(tmp_path / "data"),
+        "JOBS_ENABLED": "true",
+    }
+    outputs = []
+    for _ in range(2):
+        result = CliRunner().invoke(cli, ["bucketsync", "verify", "reconcile"], env=env)
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout)
+    assert "agent runs: finished 1" in outputs[0] and "agent runs: finished 0" in outputs[1]
+    status = world.status(bucket, "runs/1/job_status.json")
+    assert status is not None and status["stage"] == "COMPLETED" and status["finished_at"]
+    assert world.hub.store.read(bucket, "runs/1/job_logs.txt") is not None
