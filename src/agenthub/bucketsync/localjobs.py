@@ -70,7 +70,8 @@ def _now() -> str:
 
 class LocalJobRunner:
     def __init__(self, data_dir: Path, *, python: str | None = None) -> None:
-        self._data_dir = Path(data_dir)
+        # Absolute: the job runs with its sandbox as the working directory.
+        self._data_dir = Path(data_dir).resolve()
         self._jobs = self._data_dir / "jobs"
         self._python = python or sys.executable
         self._lock = threading.Lock()
@@ -198,6 +199,7 @@ def _rewrite(arg: str, mounts: list[Mount], sandbox: Path) -> str:
 def supervise(directory: Path) -> int:
     """Materialize the mounts, run the command under the timeout, copy rw mounts back, and
     write `status.json`. Returns the process exit status for the supervisor."""
+    directory = directory.resolve()
     config = json.loads((directory / "spec.json").read_text("utf-8"))
     spec = config["spec"]
     mounts = _mounts(spec["mounts"])

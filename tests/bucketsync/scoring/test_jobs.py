@@ -457,3 +457,15 @@ def test_bs_4_51_restart_mid_run_then_reconcile_finishes_the_status_once(
     status = world.status(bucket, "runs/1/job_status.json")
     assert status is not None and status["stage"] == "COMPLETED" and status["finished_at"]
     assert world.hub.store.read(bucket, "runs/1/job_logs.txt") is not None
+
+
+def test_bs_4_47_relative_data_dir_still_runs_the_harness(
+    scoring_world: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BUCKETSYNC_DATA_DIR defaults to a relative path (./var/bucketsync)."""
+    monkeypatch.chdir(tmp_path)
+    world = scoring_world(data_dir=Path("relative-data"))
+    world.agent("agent-1", "alice")
+    world.submission("agent-1")
+    assert world.run_job("agent-1").status_code == 202
+    assert world.finished(world.bucket("agent-1"), "runs/1/")["stage"] == "COMPLETED"
