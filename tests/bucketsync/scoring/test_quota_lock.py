@@ -40,6 +40,7 @@ def worker(store: LocalBucketStore, lock: RedisQuotaLock, clock: FrozenClock) ->
     )
 
 
+@pytest.mark.redis
 def test_bs_4_44_redis_lock_holds_the_quota_across_workers(tmp_path: Path) -> None:
     url = require_redis()
     name = f"agenthub-test:{uuid.uuid4().hex}:job-quota"
