@@ -12,6 +12,7 @@ from agenthub.bucketsync.errors import (
     BucketMissing,
     BucketNotOwnedByCaller,
     IdentityMismatch,
+    InvalidPath,
     InvalidRequest,
     NotRegistered,
     SourceNotFound,
@@ -99,6 +100,11 @@ def register(
 ) -> dict[str, Any]:
     caller = bearer_caller(hub, authorization)
     naming.validate_agent_id(agent_id, for_registration=True)
+    if agent_id == hub.settings.verifier_agent:
+        raise InvalidPath(
+            f"agent_id {agent_id!r} is reserved for the verifier's board posts",
+            hint="pick another agent_id",
+        )
     bucket = hub.check_agent_bucket(agent_id)
     hub.limiters.registration.acquire(agent_id)
     info = hub.store.info(bucket)

@@ -11,8 +11,11 @@ from fastapi import FastAPI
 from agenthub.bucketsync.api import errors, local, routes
 from agenthub.bucketsync.context import Hub, build_hub
 from agenthub.bucketsync.identity import Identity, LocalIdentity
+from agenthub.bucketsync.jobrunner import JobRunner
 from agenthub.bucketsync.localstore import LocalBucketStore
 from agenthub.bucketsync.notify import Notifier
+from agenthub.bucketsync.quota import QuotaLock
+from agenthub.bucketsync.scoring import build_scoring
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.bucketsync.storage import BucketStore
 from agenthub.clock import Clock, SystemClock
@@ -42,24 +45,30 @@ def create_app(
     identity: Identity | None = None,
     clock: Clock | None = None,
     notifier: Notifier | None = None,
+    job_runner: JobRunner | None = None,
+    quota_lock: QuotaLock | None = None,
 ) -> FastAPI:
-    if settings.jobs_enabled:
-        raise SettingsError(
-            "JOBS_ENABLED=true: benchmark jobs are not available in this build; unset it"
-        )
     if store is None or identity is None:
         default_store, default_identity = default_adapters(settings)
         store = store or default_store
         identity = identity or default_identity
     hub = build_hub(settings, store, identity, clock or SystemClock(), notifier=notifier)
+    scoring = (
+        build_scoring(hub, runner=job_runner, quota_lock=quota_lock)
+        if settings.jobs_enabled
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         prepare_buckets(hub)
         yield
+        if scoring is not None:
+            scoring.shutdown()
 
     app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan)
     app.state.hub = hub
+    app.state.scoring = scoring
     errors.install(app)
     app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
     app.include_router(routes.router)

@@ -123,8 +123,11 @@ def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, Any]:
-    """Agents, recent messages and (with `as`) the handle's inbox. The leaderboard and
-    results parts arrive with the scoring issue."""
+    """Agents, the top-10 leaderboard, recent messages and results, and (with `as`) the
+    handle's inbox."""
+    # results/leaderboard build on this module's record rendering, hence the late import.
+    from agenthub.bucketsync import leaderboard, results
+
     params: dict[str, str] = {"expand": "true", "limit": "20"}
     if since:
         params["since"] = since
@@ -149,5 +152,11 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
             "matched": messages["matched"],
             "items": messages["items"],
         },
+        "leaderboard": leaderboard.leaderboard(hub, {"limit": "10"}),
+        "results": _block(results.list_results(hub, {**params, "limit": "10"})),
         "inbox": inbox_block,
     }
+
+
+def _block(page: dict[str, Any]) -> dict[str, Any]:
+    return {"count": page["count"], "matched": page["matched"], "items": page["items"]}

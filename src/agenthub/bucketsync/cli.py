@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -87,3 +88,77 @@ def backfill_inbox(
         f"already present {report.already_present}, broadcasts skipped "
         f"{report.broadcasts_skipped}"
     )
+
+
+verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")
+app.add_typer(verify_app, name="verify")
+
+
+@verify_app.command("reconcile")
+def verify_reconcile() -> None:
+    """Record verdicts of verification runs that ended while nobody watched, and finish the
+    status files of agent runs likewise (idempotent, safe to schedule)."""
+    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.scoring import build_scoring
+    from agenthub.clock import SystemClock
+
+    settings = _settings()
+    if not settings.jobs_enabled:
+        typer.echo("error: JOBS_ENABLED is not true; nothing to reconcile", err=True)
+        raise typer.Exit(2)
+    store, identity = default_adapters(settings)
+    hub = build_hub(settings, store, identity, SystemClock())
+    scoring = build_scoring(hub, listen=False)
+    if scoring.verifier is not None:
+        report = scoring.verifier.reconcile()
+        typer.echo(
+            f"verifications: examined {report.examined}, recorded {report.recorded}, "
+            f"healed {report.healed}, still running {report.still_running}, "
+            f"skipped {report.skipped}"
+        )
+    finished, running = scoring.jobs.reconcile_runs()
+    typer.echo(f"agent runs: finished {finished}, still running {running}")
+
+
+challenge_app = typer.Typer(help="The challenge's benchmark (organizer, offline).")
+app.add_typer(challenge_app, name="challenge")
+
+
+@challenge_app.command("install")
+def challenge_install(
+    harness: Path = typer.Argument(..., help="Directory holding the harness entrypoint."),
+    private: Path | None = typer.Option(
+        None, "--private", help="Directory of the private eval set (for the verifier)."
+    ),
+) -> None:
+    """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
+    {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
+    from agenthub.bucketsync.app import default_adapters, prepare_buckets
+    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.storage import Batch
+    from agenthub.clock import SystemClock
+
+    settings = _settings()
+    entry = harness / settings.job_harness_entrypoint
+    if not entry.is_file():
+        typer.echo(f"error: {entry} does not exist (JOB_HARNESS_ENTRYPOINT)", err=True)
+        raise typer.Exit(2)
+    store, identity = default_adapters(settings)
+    prepare_buckets(build_hub(settings, store, identity, SystemClock()))
+    for directory, bucket, prefix in (
+        (harness, settings.central_bucket, settings.harness_prefix),
+        (private, settings.audit_bucket, settings.private_dataset_prefix),
+    ):
+        if directory is None:
+            continue
+        files = [
+            (prefix + path.relative_to(directory).as_posix(), path.read_bytes())
+            for path in sorted(directory.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts
+        ]
+        if not files:
+            typer.echo(f"error: {directory} has no files", err=True)
+            raise typer.Exit(2)
+        store.write_batch(bucket, Batch(adds=files))
+        typer.echo(f"{len(files)} files -> hf://buckets/{bucket}/{prefix}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agenthub.bucketsync.audit import AuditLog
@@ -62,6 +63,9 @@ class Hub:
     stamps: StampIssuer
     notifier: Notifier | None = field(default_factory=InProcessNotifier)
     repairs_pending: int = 0
+    # Called with each promoted result's filename after its write (the verifier's trigger);
+    # listeners must return at once and never raise.
+    result_listeners: list[Callable[[str], None]] = field(default_factory=list)
 
     @property
     def central(self) -> str:

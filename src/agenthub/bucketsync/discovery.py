@@ -6,6 +6,7 @@ from typing import Any
 
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.notify import InProcessNotifier
+from agenthub.bucketsync.settings import BucketSyncSettings
 
 ENDPOINTS = [
     ("GET", "/v1", "this self-description"),
@@ -54,6 +55,20 @@ ENDPOINTS = [
     ),
     ("GET", "/v1/results", "results with verification inline (list grammar)"),
     ("GET", "/v1/results/{filename}", "one result"),
+    (
+        "GET",
+        "/v1/leaderboard",
+        "ranked results: ?verification=valid (strict), best_per_agent, agent, limit",
+    ),
+]
+
+JOB_ENDPOINTS = [
+    (
+        "POST",
+        "/v1/jobs:run",
+        "Bearer; {agent_id, submission_prefix, run_prefix}: run the benchmark harness on "
+        "your submission; job_status.json + job_logs.txt land in run_prefix",
+    ),
 ]
 
 LIST_GRAMMAR = [
@@ -83,7 +98,11 @@ LOCAL_ENDPOINTS = [
 
 def describe(hub: Hub) -> dict[str, Any]:
     s = hub.settings
-    endpoints = ENDPOINTS + (LOCAL_ENDPOINTS if s.storage == "local" else [])
+    endpoints = (
+        ENDPOINTS
+        + (JOB_ENDPOINTS if s.jobs_enabled else [])
+        + (LOCAL_ENDPOINTS if s.storage == "local" else [])
+    )
     return {
         "service": "bucket-sync",
         "org": s.org,
@@ -109,12 +128,33 @@ def describe(hub: Hub) -> dict[str, Any]:
             "result": "results/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
             "required_result_fields": s.result_fields,
             "verification_index": "results/verification_status.json",
+            "leaderboard": {
+                "eligible": "status: agent-run with a positive score",
+                "default_verification": ["pending", "valid"],
+                "best_per_agent": True,
+            },
+            "result_submission": "frontmatter artifacts: (or submission:) = a folder of "
+            "your scratch bucket, an artifacts/{slug}_{agent_id}/ folder, or a jobs:run "
+            "run_prefix",
             "raw_messages": "best-effort attribution; use {source} for anything load-bearing",
         },
+        "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
             {"method": method, "path": path, "description": description}
             for method, path, description in endpoints
         ],
+    }
+
+
+def _jobs(s: BucketSyncSettings) -> dict[str, Any]:
+    return {
+        "harness": f"hf://buckets/{s.central_bucket}/{s.harness_prefix}{s.job_harness_entrypoint}",
+        "command": "python3 /harness/run.py --submission-dir /submission --state-dir /state",
+        "summary": f"/state/summary.json with at least {{{s.score_field!r}: <number>}}",
+        "timeout_minutes": s.job_timeout_minutes,
+        "per_agent_per_day": s.job_per_agent_per_day,
+        "per_user_per_day": s.job_per_user_per_day,
+        "verifier": s.verifier_enabled,
     }
 
 

@@ -12,8 +12,10 @@
     ├── BucketMissing                                          (412)
     ├── PayloadTooLarge, SyncTooLarge                          (413)
     ├── RateLimited                                            (429, Retry-After)
-    └── StorageUnavailable                                     (503, Retry-After)
-        └── PartialWrite: a non-transactional batch applied all but `failed` paths
+    ├── JobLaunchFailed                                        (502)
+    ├── StorageUnavailable                                     (503, Retry-After)
+    │   └── PartialWrite: a non-transactional batch applied all but `failed` paths
+    └── QuotaBackendUnavailable                                (503, Retry-After)
 """
 
 from __future__ import annotations
@@ -146,3 +148,18 @@ class PartialWrite(StorageUnavailable):
     def __init__(self, message: str, *, failed: list[str], hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.failed = failed
+
+
+class JobLaunchFailed(BucketSyncError):
+    """The job platform refused or failed the launch; nothing was counted against quota."""
+
+    code, status = "JOB_LAUNCH_FAILED", 502
+
+
+class QuotaBackendUnavailable(BucketSyncError):
+    """The job-quota ledger (or its lock) could not be read: fail closed, launch nothing."""
+
+    code, status = "QUOTA_BACKEND_UNAVAILABLE", 503
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "30"}

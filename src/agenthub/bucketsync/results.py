@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +13,8 @@ from agenthub.bucketsync.agents import require_registered
 from agenthub.bucketsync.board import render_record, stamped_index
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound, SourceNotFound
+
+log = logging.getLogger("agenthub.bucketsync.results")
 
 RESULT_STATUSES = ("agent-run", "negative")
 VERIFICATION_INDEX = f"{naming.RESULTS}verification_status.json"
@@ -94,6 +97,11 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
         caller_ip=caller_info.ip,
         user_agent=caller_info.user_agent,
     )
+    for listener in hub.result_listeners:
+        try:
+            listener(filename)
+        except Exception:  # BS-4.59: promotion never fails because of a listener
+            log.exception("result listener failed for %s", filename)
     return {"filename": filename, "via": "bucket", "path": path}
 
 

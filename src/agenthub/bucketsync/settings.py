@@ -49,6 +49,29 @@ class BucketSyncSettings(BaseSettings):
     storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
 
+    # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
+    job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
+    job_per_agent_per_day: int = Field(10, alias="JOB_PER_AGENT_PER_DAY", ge=0)
+    job_per_user_per_day: int = Field(30, alias="JOB_PER_USER_PER_DAY", ge=0)
+    job_quota_ledger_path: str = Field("quota/job_ledger.jsonl", alias="JOB_QUOTA_LEDGER_PATH")
+    harness_prefix: str = Field("harness/", alias="HARNESS_PREFIX")
+    job_harness_entrypoint: str = Field("run.py", alias="JOB_HARNESS_ENTRYPOINT")
+    job_extra_args: str = Field("", alias="JOB_EXTRA_ARGS")
+    job_image: str = Field("python:3.12", alias="JOB_IMAGE")
+    job_flavor: str = Field("cpu-basic", alias="JOB_FLAVOR")
+    job_timeout_minutes: float = Field(30.0, alias="JOB_TIMEOUT_MINUTES", gt=0)
+    job_cancel_grace_s: float = Field(60.0, alias="JOB_CANCEL_GRACE_S", ge=0)
+    job_poll_s: float = Field(5.0, alias="JOB_POLL_S", gt=0)
+    jobs_namespace: str = Field("", alias="JOBS_NAMESPACE")
+    bus_url: str | None = Field(None, alias="BUCKETSYNC_BUS_URL")
+    verifier_enabled: bool = Field(False, alias="VERIFIER_ENABLED")
+    verifier_agent: str = Field("verifier", alias="VERIFIER_AGENT")
+    verifier_score_tol: float = Field(0.02, alias="VERIFIER_SCORE_TOL", ge=0)
+    verifier_guard_field: str = Field("", alias="VERIFIER_GUARD_FIELD")
+    verifier_guard_cap: float | None = Field(None, alias="VERIFIER_GUARD_CAP")
+    private_dataset_prefix: str = Field("private/", alias="PRIVATE_DATASET_PREFIX")
+    verification_runs_prefix: str = Field("verification_runs/", alias="VERIFICATION_RUNS_PREFIX")
+
     @model_validator(mode="after")
     def _derive(self) -> BucketSyncSettings:
         for name in ("org", "collab_slug", "audit_bucket"):
@@ -60,6 +83,21 @@ class BucketSyncSettings(BaseSettings):
             value = getattr(self, name)
             if value.count("/") != 1 or not all(value.split("/")):
                 raise ValueError(f"{name.upper()} must look like 'namespace/name', got {value!r}")
+        if self.verifier_enabled and not self.jobs_enabled:
+            raise ValueError("VERIFIER_ENABLED=true needs JOBS_ENABLED=true (it re-runs jobs)")
+        if self.job_runner == "local" and self.storage != "local":
+            raise ValueError(
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
+                "copies prefixes out of local buckets); use hf, or leave it unset"
+            )
+        if self.verifier_guard_field and self.verifier_guard_cap is None:
+            raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")
+        for name in ("harness_prefix", "private_dataset_prefix", "verification_runs_prefix"):
+            value = getattr(self, name)
+            if value and not value.endswith("/"):
+                setattr(self, name, value + "/")
+        if not self.jobs_namespace:
+            self.jobs_namespace = self.org
         return self
 
     @property
@@ -72,6 +110,15 @@ class BucketSyncSettings(BaseSettings):
         """Required result fields; the score field is always required (BS-3.7)."""
         fields = [f.strip() for f in self.required_result_fields.split(",") if f.strip()]
         return fields if self.score_field in fields else [self.score_field, *fields]
+
+    @property
+    def job_timeout_s(self) -> int:
+        return max(1, round(self.job_timeout_minutes * 60))
+
+    @property
+    def runner_kind(self) -> str:
+        """The JobRunner adapter: `BUCKETSYNC_JOB_RUNNER`, else the storage backend's."""
+        return self.job_runner or self.storage
 
     def scratch_bucket(self, agent_id: str) -> str:
         return f"{self.org}/{self.collab_slug}-{agent_id}"

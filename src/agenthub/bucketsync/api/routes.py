@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agenthub.bucketsync import agents, board, discovery, messages, results, sync
+from agenthub.bucketsync import agents, board, discovery, leaderboard, messages, results, sync
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
 
@@ -177,8 +178,40 @@ def sync_shared(body: SharedBody, request: Request) -> dict[str, Any]:
     )
 
 
-@router.post("/jobs:run", include_in_schema=False)
-def jobs_run() -> None:
-    raise JobsDisabled(
-        "benchmark jobs are not enabled on this server", hint="JOBS_ENABLED is false"
+@router.get("/leaderboard")
+def get_leaderboard(request: Request) -> dict[str, Any]:
+    return leaderboard.leaderboard(hub_of(request), dict(request.query_params))
+
+
+class JobBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str
+    submission_prefix: str
+    run_prefix: str
+
+
+@router.post("/jobs:run", status_code=202)
+def jobs_run(
+    request: Request,
+    raw: dict[str, Any] | None = Body(None),
+    authorization: str | None = Header(None),
+) -> dict[str, Any]:
+    scoring = request.app.state.scoring
+    if scoring is None:  # before the body shape: a disabled endpoint says so first
+        raise JobsDisabled(
+            "benchmark jobs are not enabled on this server", hint="JOBS_ENABLED is false"
+        )
+    try:
+        body = JobBody.model_validate(raw or {})
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]
+        ) from None
+    result: dict[str, Any] = scoring.jobs.run_for_agent(
+        authorization=authorization,
+        agent_id=body.agent_id,
+        submission_prefix=body.submission_prefix,
+        run_prefix=body.run_prefix,
+        caller_info=caller_info(request),
     )
+    return result
