@@ -12,6 +12,10 @@ import yaml
 
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotOrganizer
 
+# libyaml's loader when PyYAML was built with it: the same safe subset, ~8x faster,
+# which is most of a cold read of a large folder.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 # Keys a promoted message may carry (seed §13, cursor integrity): anything else, notably a
 # response-shaped key such as `filename`, `cursor`, `next` or `watch`, is refused.
 MESSAGE_KEYS = frozenset({"type", "refs", "agent", "timestamp", "via", "broadcast", "channel"})
@@ -70,7 +74,7 @@ def parse_strict(data: bytes) -> Document:
     if header is None:
         return Document({}, text)
     try:
-        loaded = yaml.safe_load(header) if header.strip() else {}
+        loaded = yaml.load(header, Loader=_SAFE_LOADER) if header.strip() else {}
     except yaml.YAMLError as exc:
         raise InvalidFrontmatter(
             f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}",
