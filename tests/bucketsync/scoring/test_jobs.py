@@ -295,7 +295,7 @@ class FailingLedgerStore(LocalBucketStore):
         return super().read_many(bucket, paths)
 
 
-def test_bs_4_45_unreadable_ledger_is_503_and_nothing_launched(
+def test_bs_4_45_bs_6_11_unreadable_ledger_is_503_and_nothing_launched(
     scoring_world: AppFactory, tmp_path: Path
 ) -> None:
     store = FailingLedgerStore(tmp_path / "data", fail_read=True)
@@ -326,7 +326,7 @@ def test_bs_4_45_failed_ledger_write_after_launch_is_not_fatal_and_still_counts(
     assert {r["agent_id"] for r in ledger_rows(world)} == {"agent-1", "agent-2"}
 
 
-def test_bs_4_46_launch_failure_is_502_and_not_counted(
+def test_bs_4_46_bs_6_10_launch_failure_is_502_and_not_counted(
     scoring_world: AppFactory, tmp_path: Path
 ) -> None:
     broken = LocalJobRunner(tmp_path / "data", python=str(tmp_path / "no-such-python"))

@@ -160,7 +160,7 @@ def test_bs_7_32_ties_go_to_the_earlier_stamp(world: World, clock: FrozenClock) 
     assert [row.agent for row in same_ms.rows] == ["a", "b"]
 
 
-def test_bs_7_33_response_carries_score_field_order_rows_and_meta(world: World) -> None:
+def test_bs_4_13_bs_7_33_response_carries_score_field_order_rows_and_meta(world: World) -> None:
     world.hub.settings.score_field = "accuracy"
     world.hub.settings.required_result_fields = "accuracy,method,status,description"
     world.agent("agent-1", "alice")
