@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from agenthub.bucketsync.api import errors, local, routes
+from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.context import Hub, build_hub
 from agenthub.bucketsync.identity import Identity, LocalIdentity
 from agenthub.bucketsync.jobrunner import JobRunner
@@ -72,6 +73,7 @@ def create_app(
     errors.install(app)
     app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
     app.include_router(routes.router)
+    app.include_router(traces_routes.router)
     if settings.storage == "local":
         app.include_router(local.router)
     return app

@@ -126,7 +126,7 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
     """Agents, the top-10 leaderboard, recent messages and results, and (with `as`) the
     handle's inbox."""
     # results/leaderboard build on this module's record rendering, hence the late import.
-    from agenthub.bucketsync import leaderboard, results
+    from agenthub.bucketsync import leaderboard, results, traces
 
     params: dict[str, str] = {"expand": "true", "limit": "20"}
     if since:
@@ -144,7 +144,7 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
         page = inbox(hub, as_handle, {"expand": "true", "limit": "10"})
         inbox_block = {"count": page["count"], "items": page["items"]}
     messages = list_messages(hub, params)
-    return {
+    body = {
         "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
         "agents": {"count": len(infos), "newest": infos[:5]},
         "messages": {
@@ -156,6 +156,10 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
         "results": _block(results.list_results(hub, {**params, "limit": "10"})),
         "inbox": inbox_block,
     }
+    stats_line = traces.digest_line(hub)
+    if stats_line is not None:  # omitted until the first trace is shared
+        body["stats"] = stats_line
+    return body
 
 
 def _block(page: dict[str, Any]) -> dict[str, Any]:

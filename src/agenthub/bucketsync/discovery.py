@@ -60,6 +60,16 @@ ENDPOINTS = [
         "/v1/leaderboard",
         "ranked results: ?verification=valid (strict), best_per_agent, agent, limit",
     ),
+    (
+        "POST",
+        "/v1/traces",
+        "{source: .../traces/<session>/, share: stats|full}: share a session's manifest "
+        "(full: also the native log it declares)",
+    ),
+    ("GET", "/v1/traces", "shared sessions (list grammar; harness, model, share filters)"),
+    ("GET", "/v1/traces/{agent}/{session}", "one shared session"),
+    ("GET", "/v1/stats", "project token totals: a reported floor"),
+    ("GET", "/v1/share_trace.py", "the stdlib client that writes and promotes a manifest"),
 ]
 
 JOB_ENDPOINTS = [

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 # The folders the read model serves. Later features (results, channels, traces) register
 # theirs here; each is listed recursively as one unit.
-DEFAULT_FOLDERS = ("agents/", "message_board/", "inbox/", "broadcasts/", "results/")
+DEFAULT_FOLDERS = ("agents/", "message_board/", "inbox/", "broadcasts/", "results/", "traces/")
 
 
 @dataclass(frozen=True)
