@@ -67,7 +67,7 @@ ENDPOINTS = [
         "(full: also the native log it declares)",
     ),
     ("GET", "/v1/traces", "shared sessions (list grammar; harness, model, share filters)"),
-    ("GET", "/v1/traces/{agent}/{session}", "one shared session"),
+    ("GET", "/v1/traces/{agent_id}/{session}", "one shared session"),
     ("GET", "/v1/stats", "project token totals: a reported floor"),
     ("GET", "/v1/share_trace.py", "the stdlib client that writes and promotes a manifest"),
 ]
