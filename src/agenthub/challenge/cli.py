@@ -1,0 +1,67 @@
+"""`agenthub challenge …`: set up a challenge from its `challenge.yaml`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from agenthub.bucketsync.storage import BucketStore
+from agenthub.challenge import bootstrap
+from agenthub.challenge.schema import ChallengeError, load
+
+app = typer.Typer(help="A challenge in one command, from challenge.yaml.", no_args_is_help=True)
+
+
+@app.command()
+def init(
+    config: Path = typer.Argument(..., help="The challenge.yaml to set up."),
+    target: str = typer.Option("local", help="local (a bucket directory) or hf (Hugging Face)."),
+    data_dir: Path = typer.Option(
+        Path(os.environ.get("BUCKETSYNC_DATA_DIR", "./var/bucketsync")),
+        help="local target: bucket-sync's data directory.",
+    ),
+    env_out: Path = typer.Option(
+        Path("./var/challenge.env"), help="Where to write bucket-sync's environment."
+    ),
+    service_url: str = typer.Option(
+        "http://127.0.0.1:8300", help="bucket-sync's public URL, for the README."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would change; change nothing."),
+    force: bool = typer.Option(False, "--force", help="Replace generated files that differ."),
+) -> None:
+    """Validate challenge.yaml, write the environment, create the central and audit buckets,
+    and publish the agents' README and clients. Re-running changes nothing that exists."""
+    try:
+        challenge = load(config)
+    except ChallengeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if target == "local":
+        from agenthub.bucketsync.localstore import LocalBucketStore
+
+        store: BucketStore = LocalBucketStore(data_dir)
+    elif target == "hf":
+        from agenthub.bucketsync.hfstore import HfBucketStore
+
+        store = HfBucketStore(token=os.environ.get("HF_TOKEN"))
+    else:
+        typer.echo(f"error: --target must be local or hf, not {target!r}", err=True)
+        raise typer.Exit(2)
+    report = bootstrap.apply(
+        bootstrap.plan(challenge, service_url=service_url),
+        store,
+        env_file=env_out,
+        dry_run=dry_run,
+        force=force,
+    )
+    for what, outcome in report.lines:
+        typer.echo(f"{outcome:>13}  {what}")
+    if dry_run:
+        typer.echo("dry run: nothing was written")
+    elif not report.changed:
+        typer.echo("nothing to do: everything already exists")
+    else:
+        hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
+        typer.echo(f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve")

@@ -1,0 +1,244 @@
+"""`challenge.yaml`: the organizer's one file. Validated up front; every problem is
+reported at once, each naming the field and the fix.
+
+bucket-sync itself never reads this file (BS-0.2): `to_env` turns it into the
+environment the Space runs with.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+class ChallengeError(Exception):
+    """`challenge.yaml` is invalid; `problems` holds one line per problem."""
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        super().__init__(
+            f"{path}: {len(problems)} problem(s)\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+        self.problems = problems
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Branding(Strict):
+    title: str = Field(min_length=1, max_length=120)
+    tagline: str = ""
+    description: str = ""
+
+
+class Scoring(Strict):
+    field: str = "score"
+    order: Literal["asc", "desc"] = "desc"
+    unit: str = ""
+    required_fields: list[str] = Field(
+        default_factory=lambda: ["score", "method", "status", "description"]
+    )
+
+    @field_validator("field")
+    @classmethod
+    def _field_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,63}", value):
+            raise ValueError("must be a lowercase frontmatter key such as 'score' or 'accuracy'")
+        return value
+
+
+class Verification(Strict):
+    mode: Literal["manual", "eval-space", "jobs"] = "manual"
+    agent: str = "verifier"
+    tolerance: float = Field(0.0, ge=0)
+    guard_field: str | None = None
+    guard_cap: float | None = None
+
+
+class Jobs(Strict):
+    harness_dir: Path | None = None
+    private_dir: Path | None = None
+    entrypoint: str = "harness.py"
+    image: str | None = None
+    flavor: str | None = None
+    timeout_minutes: int = Field(30, ge=1, le=24 * 60)
+    per_agent_per_day: int = Field(10, ge=0)
+    per_user_per_day: int = Field(30, ge=0)
+
+
+class Limits(Strict):
+    listing_ttl_s: float = Field(30.0, gt=0)
+    mention_fanout_cap: int = Field(10, ge=1)
+    expand_max_limit: int = Field(200, ge=1)
+    sync_max_bytes: int = Field(5 * 1024**3, ge=1)
+    sync_max_files: int = Field(10_000, ge=1)
+
+
+class Challenge(Strict):
+    org: str
+    slug: str
+    admin_org: str | None = None
+    central_bucket: str | None = None
+    audit_bucket: str | None = None
+    branding: Branding
+    scoring: Scoring = Field(default_factory=Scoring)
+    verification: Verification = Field(default_factory=Verification)
+    jobs: Jobs | None = None
+    limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("org", "admin_org")
+    @classmethod
+    def _org(cls, value: str | None) -> str | None:
+        if value is not None and not NAME_RE.match(value):
+            raise ValueError("must be a Hugging Face org name (letters, digits, '.', '_', '-')")
+        return value
+
+    @field_validator("slug")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not SLUG_RE.match(value):
+            raise ValueError("must be 1-40 of [a-z0-9-], e.g. 'primes-2026'")
+        return value
+
+    @field_validator("central_bucket", "audit_bucket")
+    @classmethod
+    def _bucket(cls, value: str | None) -> str | None:
+        if value is not None and (
+            value.count("/") != 1 or not all(NAME_RE.match(p) for p in value.split("/"))
+        ):
+            raise ValueError("must look like 'namespace/name'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Challenge:
+        if self.verification.mode == "jobs" and (
+            self.jobs is None or self.jobs.harness_dir is None
+        ):
+            raise ValueError(
+                "verification.mode 'jobs' needs jobs.harness_dir (the benchmark the verifier re-runs)"
+            )
+        return self
+
+    # -- derived ----------------------------------------------------------------------
+
+    @property
+    def central(self) -> str:
+        return self.central_bucket or f"{self.org}/{self.slug}-main-bucket"
+
+    @property
+    def audit(self) -> str:
+        # Two-org mode by default when an admin org is named: caller IPs stay private there.
+        return self.audit_bucket or f"{self.admin_org or self.org}/{self.slug}-audit"
+
+    def to_env(self) -> dict[str, str]:
+        """bucket-sync's environment for this challenge (secrets such as HF_TOKEN excluded)."""
+        required = list(dict.fromkeys([self.scoring.field, *self.scoring.required_fields]))
+        env = {
+            "ORG": self.org,
+            "COLLAB_SLUG": self.slug,
+            "CENTRAL_BUCKET": self.central,
+            "AUDIT_BUCKET": self.audit,
+            "SCORE_FIELD": self.scoring.field,
+            "SCORE_ORDER": self.scoring.order,
+            "SCORE_UNIT": self.scoring.unit,
+            "REQUIRED_RESULT_FIELDS": ",".join(required),
+            "LISTING_TTL_S": _number(self.limits.listing_ttl_s),
+            "MENTION_FANOUT_CAP": str(self.limits.mention_fanout_cap),
+            "EXPAND_MAX_LIMIT": str(self.limits.expand_max_limit),
+            "SYNC_MAX_BYTES": str(self.limits.sync_max_bytes),
+            "SYNC_MAX_FILES": str(self.limits.sync_max_files),
+            "JOBS_ENABLED": "true" if self.jobs is not None else "false",
+            "VERIFIER_ENABLED": "true" if self.verification.mode == "jobs" else "false",
+            "VERIFIER_AGENT": self.verification.agent,
+            "VERIFIER_SCORE_TOL": _number(self.verification.tolerance),
+        }
+        if self.verification.guard_field:
+            env["VERIFIER_GUARD_FIELD"] = self.verification.guard_field
+        if self.verification.guard_cap is not None:
+            env["VERIFIER_GUARD_CAP"] = _number(self.verification.guard_cap)
+        if self.jobs is not None:
+            env["JOB_HARNESS_ENTRYPOINT"] = self.jobs.entrypoint
+            env["JOB_TIMEOUT_MINUTES"] = str(self.jobs.timeout_minutes)
+            env["JOB_PER_AGENT_PER_DAY"] = str(self.jobs.per_agent_per_day)
+            env["JOB_PER_USER_PER_DAY"] = str(self.jobs.per_user_per_day)
+            if self.jobs.image:
+                env["JOB_IMAGE"] = self.jobs.image
+            if self.jobs.flavor:
+                env["JOB_FLAVOR"] = self.jobs.flavor
+        return env
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def load(path: Path) -> Challenge:
+    """Parse and validate `challenge.yaml`; relative paths resolve against its folder."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ChallengeError(str(path), [f"cannot read it: {exc.strerror}"]) from None
+    except yaml.YAMLError as exc:
+        raise ChallengeError(str(path), [f"not valid YAML: {exc}"]) from None
+    if not isinstance(raw, dict):
+        raise ChallengeError(
+            str(path), ["the top level must be a mapping (org:, slug:, branding: ...)"]
+        )
+    try:
+        challenge = Challenge.model_validate(raw)
+    except ValidationError as exc:
+        raise ChallengeError(str(path), [_describe(err, raw) for err in exc.errors()]) from None
+    if challenge.jobs is not None:
+        base = path.parent
+        for name in ("harness_dir", "private_dir"):
+            value = getattr(challenge.jobs, name)
+            if value is not None and not value.is_absolute():
+                setattr(challenge.jobs, name, (base / value).resolve())
+        problems = [
+            f"jobs.{name}: {getattr(challenge.jobs, name)} is not a directory"
+            for name in ("harness_dir", "private_dir")
+            if getattr(challenge.jobs, name) is not None
+            and not getattr(challenge.jobs, name).is_dir()
+        ]
+        harness = challenge.jobs.harness_dir
+        entry = harness / challenge.jobs.entrypoint if harness is not None else None
+        if harness is not None and entry is not None and harness.is_dir() and not entry.is_file():
+            problems.append(f"jobs.entrypoint: {entry} does not exist (the file the job runs)")
+        if problems:
+            raise ChallengeError(str(path), problems)
+    return challenge
+
+
+def _describe(err: Any, raw: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        name = str(err["loc"][-1])
+        known = _known_fields(err["loc"][:-1])
+        close = difflib.get_close_matches(name, known, n=1)
+        fix = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
+        return f"{where}: unknown field ({fix})"
+    if err["type"] == "missing":
+        return f"{where}: required (add it to challenge.yaml)"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}"
+
+
+def _known_fields(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = Challenge
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        inner = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+        nested = [a for a in inner if issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    return sorted(model.model_fields)
