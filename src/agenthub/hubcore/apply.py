@@ -452,7 +452,7 @@ class _PageRun:
         )
 
 
-def check_source(stored: SourceCursor, page: FeedPage) -> None:
+def check_source(stored: SourceCursor, page: FeedPage, *, replay: bool) -> None:
     """§5: the page must come from the source, epoch and history the cursor belongs to."""
     if page.source_instance != stored.source_instance:
         raise FeedRefused(
@@ -469,7 +469,8 @@ def check_source(stored: SourceCursor, page: FeedPage) -> None:
             hint=RESNAPSHOT_HINT,
         )
     seen = decode_cursor(stored.high_water, "stored high_water")
-    if page.high_water < seen:
+    # A replayed old page carries its old high water; it is judged change by change.
+    if page.high_water < seen and not replay:
         raise FeedRefused(
             "falling_high_water",
             f"page high_water v1:{page.high_water} is below v1:{seen} already seen from "
@@ -491,10 +492,17 @@ def apply_page(session: Session, raw: Any, *, now: datetime) -> ApplyResult:
             "the projection has no cursor to follow from",
             hint="take a snapshot first (the follower does this by itself when empty)",
         )
-    check_source(stored, page)
     cursor = decode_cursor(stored.cursor, "stored cursor")
+    # Every change at or below the cursor: only an exact replay (no-ops, stale) passes,
+    # and it tells nothing new about the source, so the envelope is not taken.
+    replay = bool(page.changes) and page.next_cursor <= cursor
+    check_source(stored, page, replay=replay)
     run = _PageRun(session, page, cursor)
     run.run()
+    result = run.result
+    if replay:
+        result.cursor, result.high_water = stored.cursor, stored.high_water
+        return result
     new_cursor = max(cursor, page.next_cursor)
     stored.cursor = encode_cursor(new_cursor)
     stored.high_water = encode_cursor(page.high_water)
@@ -505,7 +513,6 @@ def apply_page(session: Session, raw: Any, *, now: datetime) -> ApplyResult:
     stored.last_error = None
     stored.last_error_at = None
     session.flush()
-    result = run.result
     result.cursor = stored.cursor
     result.high_water = stored.high_water
     result.checkpoint = page.checkpoint and new_cursor == page.high_water
