@@ -246,6 +246,56 @@ def serve(
 
 
 @app.command()
+def follow(
+    statehub_url: str | None = typer.Option(
+        None, "--statehub-url", help="State Hub base URL (default: HUBCORE_STATEHUB_URL)."
+    ),
+    once: bool = typer.Option(
+        False, "--once", help="Catch up to a checkpoint (closure checked), print where, and exit."
+    ),
+) -> None:
+    """Follow State Hub's change feed into HUBCORE_DATABASE_URL (snapshot first when empty)."""
+    import asyncio
+    import logging
+
+    from agenthub.hubcore.app import follow_options
+    from agenthub.hubcore.feedclient import HttpFeedSource
+    from agenthub.hubcore.follower import Follower
+    from agenthub.hubcore.store import Database
+
+    settings = HubCoreSettings()
+    url = statehub_url or settings.statehub_url
+    if not url:
+        console.print("[red]error[/red]: give --statehub-url or set HUBCORE_STATEHUB_URL")
+        raise typer.Exit(2)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    engine = make_engine(settings.database_url)
+
+    async def main() -> str:
+        source = HttpFeedSource(url)
+        follower = Follower(Database(engine), source, SystemClock(), follow_options(settings))
+        try:
+            if once:
+                result = await follower.catch_up()
+                return f"caught up at {result.cursor} (high water {result.high_water})"
+            await follower.run()
+            return "stopped"
+        finally:
+            await source.aclose()
+
+    try:
+        migrations.upgrade(engine)
+        typer.echo(f"following {url} into {settings.database_url}")
+        typer.echo(asyncio.run(main()))
+    except HubCoreError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    finally:
+        engine.dispose()
+
+
+@app.command()
 def migrate() -> None:
     """Bring the database in HUBCORE_DATABASE_URL to the current schema head."""
     settings = HubCoreSettings()
