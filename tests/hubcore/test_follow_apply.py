@@ -157,6 +157,18 @@ def test_a_page_at_or_below_the_cursor_that_is_not_a_replay_is_refused(
     assert error.code == "out_of_order_page" and error.rows == [uid(2)]
 
 
+def test_a_page_asked_for_beyond_the_cursor_is_refused_as_a_skip(
+    applier: PageApplier,
+) -> None:
+    applier.apply(page(m(1, 1)), after="v1:0")
+    later = page(m(3, 3), after=2)
+    with pytest.raises(FeedRefused) as info:
+        applier.apply(later, after="v1:2")
+    assert info.value.code == "out_of_order_page"
+    applier.apply(page(m(2, 2), after=1), after="v1:1")
+    assert applier.apply(later, after="v1:2").inserted == 1
+
+
 def test_changes_out_of_revision_order_are_refused(applier: PageApplier) -> None:
     error = refused(applier, page(m(1, 3), m(2, 2)))
     assert error.code == "out_of_order_page"

@@ -479,10 +479,15 @@ def check_source(stored: SourceCursor, page: FeedPage, *, replay: bool) -> None:
         )
 
 
-def apply_page(session: Session, raw: Any, *, now: datetime) -> ApplyResult:
+def apply_page(
+    session: Session, raw: Any, *, now: datetime, after: str | None = None
+) -> ApplyResult:
     """Apply one feed page inside the caller's transaction; raise `FeedRefused` on any rule.
 
-    The caller commits only if this returns, and rolls back otherwise.
+    `after` is the cursor the page was asked for, when known: a page asked for
+    beyond the stored cursor would skip the changes in between (pages delivered
+    out of order), so it is refused. The caller commits only if this returns,
+    and rolls back otherwise.
     """
     page = parse_page(raw)
     stored = feedrepo.the_cursor(session)
@@ -493,6 +498,13 @@ def apply_page(session: Session, raw: Any, *, now: datetime) -> ApplyResult:
             hint="take a snapshot first (the follower does this by itself when empty)",
         )
     cursor = decode_cursor(stored.cursor, "stored cursor")
+    if after is not None and decode_cursor(after, "after") > cursor:
+        raise FeedRefused(
+            "out_of_order_page",
+            f"page was asked for after {after} but the projection stands at {stored.cursor}: "
+            "applying it would skip the changes in between",
+            hint="apply pages in the order they were asked for; the follower re-asks",
+        )
     # Every change at or below the cursor: only an exact replay (no-ops, stale) passes,
     # and it tells nothing new about the source, so the envelope is not taken.
     replay = bool(page.changes) and page.next_cursor <= cursor
@@ -539,9 +551,9 @@ class PageApplier:
         self.clock = clock
         self.before_commit = before_commit
 
-    def apply(self, raw: Any) -> ApplyResult:
+    def apply(self, raw: Any, *, after: str | None = None) -> ApplyResult:
         with self.db.write() as session:
-            result = apply_page(session, raw, now=self.clock.now())
+            result = apply_page(session, raw, now=self.clock.now(), after=after)
             if self.before_commit is not None:
                 self.before_commit()
         return result

@@ -106,7 +106,7 @@ class Follower:
             await asyncio.to_thread(self._record, exc)
             return await self._resnapshot(gone=exc.gone)
         try:
-            result = await asyncio.to_thread(self.applier.apply, page)
+            result = await asyncio.to_thread(self.applier.apply, page, after=cursor.cursor)
         except FeedRefused as exc:
             log.error("feed page refused, nothing applied: %s", exc.message)
             await asyncio.to_thread(self._record, exc)
