@@ -225,6 +225,7 @@ class _Working:
     dirty_receipts: set[str] = field(default_factory=set)
     dirty_receipt_tombstones: set[str] = field(default_factory=set)
     dropped_receipts_of: set[str] = field(default_factory=set)
+    stored: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _known(keys: set[str], found: dict[str, Row]) -> dict[str, Row | None]:
@@ -263,6 +264,11 @@ class _PageRun:
                 receipt_keys, feedrepo.load_receipt_tombstones(session, receipt_keys)
             ),
         )
+        # What exists in the database before this page (a write must delete it first).
+        self.w.stored = {
+            name: {k for k, v in getattr(self.w, name).items() if v is not None}
+            for name in ("messages", "tombstones", "receipts", "receipt_tombstones")
+        }
 
     # -- lookups ------------------------------------------------------------------
 
@@ -274,6 +280,8 @@ class _PageRun:
         if message_id not in self.w.tombstones:
             loaded = feedrepo.load_tombstones(self.session, [message_id])
             self.w.tombstones[message_id] = loaded.get(message_id)
+            if message_id in loaded:
+                self.w.stored["tombstones"].add(message_id)
         stored = self.w.tombstones[message_id]
         if stored is not None:
             revisions.append(stored["revision"])
@@ -441,14 +449,24 @@ class _PageRun:
             handlers[change.entity](change)
         w = self.w
         session = self.session
-        feedrepo.write_messages(session, {k: w.messages[k] for k in w.dirty_messages})
+        stored = w.stored
+        feedrepo.write_messages(
+            session, {k: w.messages[k] for k in w.dirty_messages}, stored["messages"]
+        )
         feedrepo.drop_receipts_of(session, w.dropped_receipts_of)
-        feedrepo.write_receipts(session, {k: w.receipts[k] for k in w.dirty_receipts})
+        # Receipts dropped with their message above are gone already; any left are stored.
+        feedrepo.write_receipts(
+            session, {k: w.receipts[k] for k in w.dirty_receipts}, stored["receipts"]
+        )
         tombstones = {k: w.tombstones[k] for k in w.dirty_tombstones}
-        feedrepo.write_tombstones(session, {k: v for k, v in tombstones.items() if v is not None})
+        feedrepo.write_tombstones(
+            session, {k: v for k, v in tombstones.items() if v is not None}, stored["tombstones"]
+        )
         receipt_tombstones = {k: w.receipt_tombstones[k] for k in w.dirty_receipt_tombstones}
         feedrepo.write_receipt_tombstones(
-            session, {k: v for k, v in receipt_tombstones.items() if v is not None}
+            session,
+            {k: v for k, v in receipt_tombstones.items() if v is not None},
+            stored["receipt_tombstones"],
         )
 
 

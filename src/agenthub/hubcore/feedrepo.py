@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy import Table, delete, insert, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from agenthub.hubcore.canonical import Row, canonical_timestamp, canonical_uuid, parse_timestamp
@@ -29,6 +29,11 @@ from agenthub.hubcore.repository import (
 
 CHUNK = 500
 T = TypeVar("T")
+# Core tables: batched writes skip the ORM's per-row bookkeeping.
+MESSAGES = cast(Table, ProjectedMessage.__table__)
+RECEIPTS = cast(Table, ProjectedReceipt.__table__)
+TOMBSTONES = cast(Table, ProjectedTombstone.__table__)
+RECEIPT_TOMBSTONES = cast(Table, ProjectedReceiptTombstone.__table__)
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
@@ -71,7 +76,7 @@ def receipt_tombstone_params(row: Row) -> dict[str, Any]:
 
 
 def load_messages(session: Session, ids: Iterable[str]) -> dict[str, Row]:
-    keys = sorted({uuid.UUID(i) for i in ids})
+    keys = list({uuid.UUID(i) for i in ids})
     found: dict[str, Row] = {}
     for part in chunks(keys):
         for m in session.scalars(select(ProjectedMessage).where(ProjectedMessage.id.in_(part))):
@@ -80,7 +85,7 @@ def load_messages(session: Session, ids: Iterable[str]) -> dict[str, Row]:
 
 
 def load_tombstones(session: Session, ids: Iterable[str]) -> dict[str, Row]:
-    keys = sorted({uuid.UUID(i) for i in ids})
+    keys = list({uuid.UUID(i) for i in ids})
     found: dict[str, Row] = {}
     for part in chunks(keys):
         stmt = select(ProjectedTombstone).where(ProjectedTombstone.message_id.in_(part))
@@ -90,7 +95,7 @@ def load_tombstones(session: Session, ids: Iterable[str]) -> dict[str, Row]:
 
 
 def load_receipts(session: Session, keys: Iterable[str]) -> dict[str, Row]:
-    pairs = sorted({_split(k) for k in keys})
+    pairs = list({_split(k) for k in keys})
     found: dict[str, Row] = {}
     columns = tuple_(ProjectedReceipt.message_id, ProjectedReceipt.agent)
     for part in chunks(pairs):
@@ -100,7 +105,7 @@ def load_receipts(session: Session, keys: Iterable[str]) -> dict[str, Row]:
 
 
 def load_receipt_tombstones(session: Session, keys: Iterable[str]) -> dict[str, Row]:
-    pairs = sorted({_split(k) for k in keys})
+    pairs = list({_split(k) for k in keys})
     found: dict[str, Row] = {}
     model = ProjectedReceiptTombstone
     columns = tuple_(model.message_id, model.agent)
@@ -113,50 +118,54 @@ def load_receipt_tombstones(session: Session, keys: Iterable[str]) -> dict[str, 
 # -- batched writes -----------------------------------------------------------------
 
 
-def write_messages(session: Session, final: dict[str, Row | None]) -> None:
-    """Make each named message exactly `final[id]` (None: absent)."""
-    ids = sorted(uuid.UUID(k) for k in final)
+def write_messages(session: Session, final: dict[str, Row | None], stored: set[str]) -> None:
+    """Make each named message exactly `final[id]` (None: absent); `stored` are those
+    that exist now (only they need deleting first)."""
+    table = MESSAGES
+    ids = [uuid.UUID(k) for k in final if k in stored]
     for part in chunks(ids):
-        session.execute(delete(ProjectedMessage).where(ProjectedMessage.id.in_(part)))
+        session.execute(delete(table).where(table.c.id.in_(part)))
     rows = [message_params(r) for r in final.values() if r is not None]
     for batch in chunks(rows, 5000):
-        session.execute(insert(ProjectedMessage), list(batch))
+        session.execute(insert(table), list(batch))
 
 
 def drop_receipts_of(session: Session, message_ids: Iterable[str]) -> None:
-    ids = sorted({uuid.UUID(i) for i in message_ids})
+    ids = list({uuid.UUID(i) for i in message_ids})
     for part in chunks(ids):
         session.execute(delete(ProjectedReceipt).where(ProjectedReceipt.message_id.in_(part)))
 
 
-def write_receipts(session: Session, final: dict[str, Row | None]) -> None:
-    pairs = sorted(_split(k) for k in final)
-    columns = tuple_(ProjectedReceipt.message_id, ProjectedReceipt.agent)
+def write_receipts(session: Session, final: dict[str, Row | None], stored: set[str]) -> None:
+    table = RECEIPTS
+    pairs = [_split(k) for k in final if k in stored]
+    columns = tuple_(table.c.message_id, table.c.agent)
     for part in chunks(pairs):
-        session.execute(delete(ProjectedReceipt).where(columns.in_(part)))
+        session.execute(delete(table).where(columns.in_(part)))
     rows = [receipt_params(r) for r in final.values() if r is not None]
     for batch in chunks(rows, 5000):
-        session.execute(insert(ProjectedReceipt), list(batch))
+        session.execute(insert(table), list(batch))
 
 
-def write_tombstones(session: Session, final: dict[str, Row]) -> None:
-    ids = sorted(uuid.UUID(k) for k in final)
+def write_tombstones(session: Session, final: dict[str, Row], stored: set[str]) -> None:
+    table = TOMBSTONES
+    ids = [uuid.UUID(k) for k in final if k in stored]
     for part in chunks(ids):
-        session.execute(delete(ProjectedTombstone).where(ProjectedTombstone.message_id.in_(part)))
+        session.execute(delete(table).where(table.c.message_id.in_(part)))
     rows = [tombstone_params(r) for r in final.values()]
     for batch in chunks(rows, 5000):
-        session.execute(insert(ProjectedTombstone), list(batch))
+        session.execute(insert(table), list(batch))
 
 
-def write_receipt_tombstones(session: Session, final: dict[str, Row]) -> None:
-    model = ProjectedReceiptTombstone
-    pairs = sorted(_split(k) for k in final)
-    columns = tuple_(model.message_id, model.agent)
+def write_receipt_tombstones(session: Session, final: dict[str, Row], stored: set[str]) -> None:
+    table = RECEIPT_TOMBSTONES
+    pairs = [_split(k) for k in final if k in stored]
+    columns = tuple_(table.c.message_id, table.c.agent)
     for part in chunks(pairs):
-        session.execute(delete(model).where(columns.in_(part)))
+        session.execute(delete(table).where(columns.in_(part)))
     rows = [receipt_tombstone_params(r) for r in final.values()]
     for batch in chunks(rows, 5000):
-        session.execute(insert(model), list(batch))
+        session.execute(insert(table), list(batch))
 
 
 # -- cursor -------------------------------------------------------------------------
