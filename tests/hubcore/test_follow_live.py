@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from sqlalchemy import insert
+from typer.testing import CliRunner
 
+from agenthub.cli import app as cli
 from agenthub.clock import SystemClock
 from agenthub.hubcore.apply import ApplyResult
 from agenthub.hubcore.errors import FeedRefused
@@ -178,3 +180,47 @@ def test_a_long_poll_delivers_a_write_without_a_poll_interval(
         return result
 
     assert asyncio.run(run()).inserted == 1
+
+
+def test_a_crash_before_the_snapshot_swap_commits_leaves_the_old_copy(
+    hubcore_db: Database, statehub: tuple[str, httpx.Client]
+) -> None:
+    base, client = statehub
+    busy_inbox(client)
+    catch_up(follower(hubcore_db, base))
+    before, cursor_before = hubcore_image(hubcore_db), cursor_of(hubcore_db).cursor
+    send(client, subject="arrives with the new image")
+
+    def crash() -> None:
+        raise KeyboardInterrupt("killed before the swap committed")
+
+    dying = follower(hubcore_db, base)
+    dying.importer.before_swap_commit = crash
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(dying.importer.run(dying.source, gone=False))
+    assert hubcore_image(hubcore_db) == before
+    assert cursor_of(hubcore_db).cursor == cursor_before
+    catch_up(follower(hubcore_db, base))
+    assert hubcore_image(hubcore_db) == statehub_image(client)
+
+
+def test_follow_once_catches_up_from_the_command_line(
+    hubcore_url: str, hubcore_db: Database, statehub: tuple[str, httpx.Client]
+) -> None:
+    base, client = statehub
+    busy_inbox(client)
+    result = CliRunner().invoke(
+        cli,
+        ["hubcore", "follow", "--once", "--statehub-url", base],
+        env={"HUBCORE_DATABASE_URL": hubcore_url},
+    )
+    assert result.exit_code == 0, result.output
+    assert "caught up at v1:" in result.output
+    assert hubcore_image(hubcore_db) == statehub_image(client)
+
+
+def test_follow_without_a_state_hub_url_says_how_to_give_one(hubcore_url: str) -> None:
+    result = CliRunner().invoke(
+        cli, ["hubcore", "follow"], env={"HUBCORE_DATABASE_URL": hubcore_url}
+    )
+    assert result.exit_code == 2 and "HUBCORE_STATEHUB_URL" in result.output
