@@ -239,8 +239,10 @@ def serve(
     except HubCoreError as exc:
         _fail(exc)
     reads = "on" if settings.inbox_reads else "off"
+    following = f", following {settings.statehub_url}" if settings.statehub_url else ""
     typer.echo(
-        f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads})"
+        f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads}"
+        f"{following})"
     )
     uvicorn.run(application, host=host, port=port, log_level="info")
 

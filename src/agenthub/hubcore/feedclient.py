@@ -119,13 +119,14 @@ class HttpFeedSource:
 class InProcessFeedSource:
     """State Hub's feed service called directly (same process, no HTTP).
 
-    It does not park: an empty page comes back at once and the caller's loop
-    decides when to ask again.
+    While a page would be empty it re-reads every `poll_s` until `wait` runs out
+    (State Hub's wake lives in its server's event loop, which this does not use).
     """
 
-    def __init__(self, feed: FeedService, paged: PagedSnapshots) -> None:
+    def __init__(self, feed: FeedService, paged: PagedSnapshots, *, poll_s: float = 0.02) -> None:
         self.feed = feed
         self.paged = paged
+        self.poll_s = poll_s
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         from agenthub.statehub.api.errors import error_body
@@ -146,13 +147,19 @@ class InProcessFeedSource:
         source_instance: str | None,
         source_epoch: str | None,
     ) -> dict[str, Any]:
-        return await self._call(
-            self.feed.page,
-            after,
-            limit,
-            source_instance=source_instance,
-            source_epoch=source_epoch,
-        )
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            page = await self._call(
+                self.feed.page,
+                after,
+                limit,
+                source_instance=source_instance,
+                source_epoch=source_epoch,
+            )
+            remaining = deadline - asyncio.get_running_loop().time()
+            if page["changes"] or remaining <= 0:
+                return page
+            await asyncio.sleep(min(self.poll_s, remaining))
 
     async def snapshot_page(self, *, page_size: int, token: str | None) -> dict[str, Any]:
         if token is None:
