@@ -224,3 +224,19 @@ def test_follow_without_a_state_hub_url_says_how_to_give_one(hubcore_url: str) -
         cli, ["hubcore", "follow"], env={"HUBCORE_DATABASE_URL": hubcore_url}
     )
     assert result.exit_code == 2 and "HUBCORE_STATEHUB_URL" in result.output
+
+
+def test_following_a_state_hub_in_xid_revision_mode_converges(
+    hubcore_url: str, hubcore_db: Database, statehub_url: str
+) -> None:
+    if not statehub_url.startswith("postgresql"):
+        pytest.skip("the xid revision mode exists on PostgreSQL only")
+    settings = StateHubSettings(database_url=statehub_url, instance_label="hub-xid",
+                                revision_mode="xid")  # fmt: skip
+    with live_server(create_statehub(settings)) as base, httpx.Client(base_url=base) as client:
+        busy_inbox(client)
+        catch_up(follower(hubcore_db, base))
+        for n in range(5):
+            send(client, subject=f"xid {n}")
+        catch_up(follower(hubcore_db, base, limit=2))
+        assert hubcore_image(hubcore_db) == statehub_image(client)

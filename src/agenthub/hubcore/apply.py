@@ -206,6 +206,8 @@ class ApplyResult:
     cursor: str = ""
     high_water: str = ""
     checkpoint: bool = False
+    # Nothing more to fetch right now (`has_more` false).
+    drained: bool = False
 
     @property
     def changes(self) -> int:
@@ -533,6 +535,7 @@ def apply_page(
     if replay:
         result.cursor, result.high_water = stored.cursor, stored.high_water
         return result
+    result.drained = not page.has_more
     new_cursor = max(cursor, page.next_cursor)
     stored.cursor = encode_cursor(new_cursor)
     stored.high_water = encode_cursor(page.high_water)

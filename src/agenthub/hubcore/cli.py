@@ -279,7 +279,8 @@ def follow(
         try:
             if once:
                 result = await follower.catch_up()
-                return f"caught up at {result.cursor} (high water {result.high_water})"
+                closure = "closure checked" if result.checkpoint else "no checkpoint (xid mode)"
+                return f"caught up at {result.cursor} (high water {result.high_water}, {closure})"
             await follower.run()
             return "stopped"
         finally:

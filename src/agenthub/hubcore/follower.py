@@ -117,10 +117,15 @@ class Follower:
         return result
 
     async def catch_up(self, *, max_steps: int = 100_000) -> ApplyResult:
-        """Step without parking until a page ends at a checkpoint (caught up, closure checked)."""
+        """Step without parking until caught up: a page ending at a checkpoint (cursor ==
+        high_water, closure checked), or an empty last page. Under State Hub's `xid`
+        revision mode high_water is a transaction bound that other databases' writers
+        move too, so the cursor may never equal it; the empty page is the end there."""
         for _ in range(max_steps):
             result = await self.step(wait=0)
-            if isinstance(result, ApplyResult) and result.checkpoint:
+            if isinstance(result, ApplyResult) and (
+                result.checkpoint or (result.drained and result.changes == 0)
+            ):
                 return result
         raise RuntimeError(f"not caught up after {max_steps} steps")
 
