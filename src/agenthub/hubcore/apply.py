@@ -48,6 +48,7 @@ from agenthub.hubcore.canonical import (
     parse_timestamp,
 )
 from agenthub.hubcore.errors import FeedRefused
+from agenthub.hubcore.freshness import LIVE
 from agenthub.hubcore.models import SourceCursor
 from agenthub.hubcore.rules import message_transition, receipt_transition
 from agenthub.hubcore.store import Database
@@ -55,7 +56,6 @@ from agenthub.hubcore.store import Database
 log = logging.getLogger("agenthub.hubcore.follower")
 
 CONTRACT = "statehub.inbox-feed.v1"
-LIVE = "live"
 _CURSOR = re.compile(r"^v1:(\d{1,19})$")
 RESNAPSHOT_HINT = "the follower re-snapshots; if this repeats, State Hub is serving bad data"
 

@@ -12,6 +12,7 @@ from sqlalchemy import Table, delete, insert, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from agenthub.hubcore.canonical import Row, canonical_timestamp, canonical_uuid, parse_timestamp
+from agenthub.hubcore.errors import FeedRefused
 from agenthub.hubcore.models import (
     ProjectedMessage,
     ProjectedReceipt,
@@ -175,8 +176,6 @@ def the_cursor(session: Session) -> SourceCursor | None:
     """The projection's one cursor row (a projection follows one source)."""
     rows = list(session.scalars(select(SourceCursor).order_by(SourceCursor.source_instance)))
     if len(rows) > 1:
-        from agenthub.hubcore.errors import FeedRefused
-
         raise FeedRefused(
             "several_sources",
             "the projection holds cursors for several sources",

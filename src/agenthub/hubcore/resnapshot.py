@@ -16,6 +16,7 @@ image replaces the copy as it is.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -28,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
 from agenthub.hubcore import feedrepo
-from agenthub.hubcore.apply import CONTRACT, LIVE, decode_cursor
+from agenthub.hubcore.apply import CONTRACT, decode_cursor
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
@@ -41,6 +42,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import FeedRefused
 from agenthub.hubcore.feedclient import FeedSource
+from agenthub.hubcore.freshness import LIVE
 from agenthub.hubcore.models import (
     ProjectedMessage,
     ProjectedReceipt,
@@ -49,7 +51,13 @@ from agenthub.hubcore.models import (
     SourceCursor,
     StagedSnapshotRow,
 )
-from agenthub.hubcore.repository import message_params, receipt_params, tombstone_params
+from agenthub.hubcore.repository import (
+    message_params,
+    message_row,
+    receipt_params,
+    receipt_row,
+    tombstone_params,
+)
 from agenthub.hubcore.rules import message_transition, receipt_transition
 from agenthub.hubcore.store import Database
 
@@ -175,8 +183,6 @@ class SnapshotImporter:
 
     async def fetch(self, source: FeedSource) -> tuple[dict[str, Any], str]:
         """Stage every page; return the head (envelope + cursor) and the snapshot id."""
-        import asyncio
-
         await asyncio.to_thread(self._clear_staging)
         hasher = ImageHasher()
         messages = 0
@@ -257,8 +263,6 @@ class SnapshotImporter:
                 reason = transition(old, new)
                 if reason is not None:
                     refused.append(f"{key} ({reason})")
-
-        from agenthub.hubcore.repository import message_row, receipt_row
 
         held = session.scalars(select(ProjectedMessage).order_by(ProjectedMessage.id))
         for chunk in held.yield_per(CHECK_CHUNK).partitions():
@@ -395,8 +399,6 @@ class SnapshotImporter:
 
     async def run(self, source: FeedSource, *, gone: bool = False) -> SnapshotResult:
         """Fetch, stage, verify and swap in one new image. Raises `FeedRefused`."""
-        import asyncio
-
         head, snapshot_id = await self.fetch(source)
         for field in ("cursor", "high_water"):
             decode_cursor(head.get(field), field)
