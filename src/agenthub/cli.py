@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from agenthub.bucketsync.agentcli import app as buckets_app
@@ -24,17 +26,46 @@ app.add_typer(challenge_app, name="challenge")
 @app.command()
 def up(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    statehub_port: int = typer.Option(8100, help="State Hub port."),
+    statehub_port: int = typer.Option(8100, help="State Hub port (0: any free port)."),
+    hubcore_port: int = typer.Option(8200, help="hub-core port (0: any free port)."),
+    var: Path = typer.Option(Path("var"), help="Directory for the databases and the token."),
+    agent: str = typer.Option(
+        "operator",
+        envvar="HUB_CORE_STATEHUB_INBOX_AGENT",
+        help="The agent whose inbox hub-core serves.",
+    ),
 ) -> None:
-    """Start every service on the embedded defaults (SQLite under ./var) and print their URLs."""
-    import uvicorn
+    """Start State Hub and hub-core (following it) on SQLite under ./var; print URLs and token."""
+    import asyncio
 
-    from agenthub.statehub.app import create_app
-    from agenthub.statehub.settings import StateHubSettings
+    from agenthub.up import Stack, serve_stack
 
-    settings = StateHubSettings()
-    typer.echo(f"State Hub   http://{host}:{statehub_port}   (database {settings.database_url})")
-    uvicorn.run(create_app(settings), host=host, port=statehub_port, log_level="info")
+    def ready(stack: Stack) -> None:
+        inbox = f"{stack.hubcore_url}/ports/projections/statehub-inbox?to_agent={stack.agent}"
+        lines = [
+            f"State Hub   {stack.statehub_url}   (database {stack.var / 'statehub.db'})",
+            f"hub-core    {stack.hubcore_url}   (database {stack.var / 'hubcore.db'}, "
+            "following State Hub)",
+            f"agent       {stack.agent}",
+            f"token       {stack.token}   (kept in {stack.var / 'operator-token'})",
+            "try:",
+            f"  curl -s -X POST {stack.statehub_url}/messages/ -H 'content-type: application/json' "
+            f"""-d '{{"from_agent":"alice","to_agent":"{stack.agent}","subject":"hi","body":"hello"}}'""",
+            f"  curl -s -H 'Authorization: Bearer {stack.token}' '{inbox}'",
+            "Ctrl-C stops both.",
+        ]
+        typer.echo("\n".join(lines))
+
+    asyncio.run(
+        serve_stack(
+            var,
+            host=host,
+            statehub_port=statehub_port,
+            hubcore_port=hubcore_port,
+            agent=agent,
+            on_ready=ready,
+        )
+    )
 
 
 if __name__ == "__main__":

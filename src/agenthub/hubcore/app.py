@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,9 +16,12 @@ from starlette.requests import Request
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate
-from agenthub.hubcore.api import errors, projections
+from agenthub.hubcore.api import errors, health, projections
 from agenthub.hubcore.auth import OperatorToken
 from agenthub.hubcore.errors import ConfigurationError
+from agenthub.hubcore.feedclient import HttpFeedSource
+from agenthub.hubcore.follower import Follower, FollowOptions
+from agenthub.hubcore.freshness import FreshnessReport
 from agenthub.hubcore.projection import InboxProjection
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.hubcore.store import Database
@@ -39,6 +44,14 @@ def check_settings(settings: HubCoreSettings) -> None:
         )
 
 
+def follow_options(settings: HubCoreSettings) -> FollowOptions:
+    return FollowOptions(
+        limit=settings.follow_limit,
+        wait_s=settings.follow_wait_s,
+        snapshot_page_size=settings.snapshot_page_size,
+    )
+
+
 def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> FastAPI:
     check_settings(settings)
     clock = clock or SystemClock()
@@ -46,18 +59,40 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(settings.database_url)
+        following = settings.statehub_url is not None
+        task: asyncio.Task[None] | None = None
+        source: HttpFeedSource | None = None
         try:
             if settings.auto_migrate:
                 migrate.upgrade(engine)
             db = Database(engine)
             app.state.db = db
             app.state.projection = None
+            app.state.freshness = FreshnessReport(
+                db, clock, following=following, max_lag_s=settings.max_lag_s
+            )
             if settings.inbox_reads:
                 assert settings.operator_token is not None and settings.inbox_agent is not None
                 app.state.operator_token = OperatorToken(settings.operator_token.get_secret_value())
-                app.state.projection = InboxProjection(db, clock, agent=settings.inbox_agent)
+                app.state.projection = InboxProjection(
+                    db,
+                    clock,
+                    agent=settings.inbox_agent,
+                    following=following,
+                    max_lag_s=settings.max_lag_s,
+                )
+            if settings.statehub_url is not None:
+                source = HttpFeedSource(settings.statehub_url)
+                app.state.follower = Follower(db, source, clock, follow_options(settings))
+                task = asyncio.create_task(app.state.follower.run())
             yield
         finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if source is not None:
+                await source.aclose()
             engine.dispose()
 
     app = FastAPI(title="agenthub hub-core", version="1", lifespan=lifespan)
@@ -72,5 +107,6 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
         )
 
     app.add_exception_handler(RequestValidationError, invalid)
+    app.include_router(health.router)
     app.include_router(projections.router)
     return app

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -56,9 +57,16 @@ class MalformedRow(ValueError):
         self.reason = reason
 
 
+# Already canonical text skips the parse: the feed follower normalizes every row it applies.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
 def canonical_uuid(value: Any, field: str = "id") -> str:
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        return value
     if isinstance(value, str):
         try:
             return str(uuid.UUID(value))
@@ -70,6 +78,14 @@ def canonical_uuid(value: Any, field: str = "id") -> str:
 def canonical_timestamp(value: Any, field: str) -> str:
     """UTC ISO-8601 with microseconds and `Z`. Naive values are UTC (SQLite stores them so)."""
     moment: datetime
+    if isinstance(value, str) and _CANONICAL_TIME.fullmatch(value):
+        try:
+            datetime.fromisoformat(value)  # still a real date and time
+        except ValueError:
+            raise MalformedRow(
+                field, f"expected an ISO-8601 timestamp, got {value!r:.60}"
+            ) from None
+        return value
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, str):

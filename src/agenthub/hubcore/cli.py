@@ -251,10 +251,63 @@ def serve(
     except HubCoreError as exc:
         _fail(exc)
     reads = "on" if settings.inbox_reads else "off"
+    following = f", following {settings.statehub_url}" if settings.statehub_url else ""
     typer.echo(
-        f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads})"
+        f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads}"
+        f"{following})"
     )
     uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+@app.command()
+def follow(
+    statehub_url: str | None = typer.Option(
+        None, "--statehub-url", help="State Hub base URL (default: HUBCORE_STATEHUB_URL)."
+    ),
+    once: bool = typer.Option(
+        False, "--once", help="Catch up to a checkpoint (closure checked), print where, and exit."
+    ),
+) -> None:
+    """Follow State Hub's change feed into HUBCORE_DATABASE_URL (snapshot first when empty)."""
+    import asyncio
+    import logging
+
+    from agenthub.hubcore.app import follow_options
+    from agenthub.hubcore.feedclient import HttpFeedSource
+    from agenthub.hubcore.follower import Follower
+    from agenthub.hubcore.store import Database
+
+    settings = HubCoreSettings()
+    url = statehub_url or settings.statehub_url
+    if not url:
+        console.print("[red]error[/red]: give --statehub-url or set HUBCORE_STATEHUB_URL")
+        raise typer.Exit(2)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    engine = make_engine(settings.database_url)
+
+    async def main() -> str:
+        source = HttpFeedSource(url)
+        follower = Follower(Database(engine), source, SystemClock(), follow_options(settings))
+        try:
+            if once:
+                result = await follower.catch_up()
+                closure = "closure checked" if result.checkpoint else "no checkpoint (xid mode)"
+                return f"caught up at {result.cursor} (high water {result.high_water}, {closure})"
+            await follower.run()
+            return "stopped"
+        finally:
+            await source.aclose()
+
+    try:
+        migrations.upgrade(engine)
+        typer.echo(f"following {url} into {settings.database_url}")
+        typer.echo(asyncio.run(main()))
+    except HubCoreError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo("stopped")
+    finally:
+        engine.dispose()
 
 
 @app.command()

@@ -4,6 +4,12 @@
     ├── SnapshotRejected         a bundle the import rules refuse (names the rows); 422
     ├── CaptureFailed            the source could not be read consistently; 502
     ├── ConfigurationError       settings that must not start a server; 500
+    ├── FeedRefused              a feed page or re-snapshot the §5/§6 rules refuse; 409
+    │                            (nothing was changed; `resnapshot` says whether a fresh
+    │                            snapshot is the way out)
+    └── SourceError              talking to State Hub's feed
+        ├── SourceUnavailable    transport failure or an unexpected answer; 502
+        └── ResnapshotRequired   State Hub answered 409/410 `resnapshot_required`
     └── ReadError                the read endpoint's refusals
         ├── ReadsDisabled        flag off: the endpoint does not exist; 404
         ├── Unauthenticated      missing or wrong operator bearer; 401
@@ -55,6 +61,49 @@ class CaptureFailed(HubCoreError):
 class ConfigurationError(HubCoreError):
     code = "configuration_error"
     status = 500
+
+
+class FeedRefused(HubCoreError):
+    """A page (or snapshot) the follower will not apply. `rows` names the offending keys."""
+
+    status = 409
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        rows: Sequence[str] = (),
+        hint: str | None = None,
+        resnapshot: bool = True,
+    ) -> None:
+        self.code = code
+        self.rows = list(rows)
+        self.resnapshot = resnapshot
+        shown = ", ".join(self.rows[:MAX_NAMED_ROWS])
+        more = len(self.rows) - MAX_NAMED_ROWS
+        if shown:
+            message = f"{message}: {shown}" + (f" (and {more} more)" if more > 0 else "")
+        super().__init__(message, hint=hint)
+
+
+class SourceError(HubCoreError):
+    code = "source_error"
+    status = 502
+
+
+class SourceUnavailable(SourceError):
+    code = "source_unavailable"
+
+
+class ResnapshotRequired(SourceError):
+    """State Hub refused the cursor: 409 (another instance/epoch/version) or 410 (past the horizon)."""
+
+    code = "resnapshot_required"
+
+    def __init__(self, message: str, *, gone: bool, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.gone = gone
 
 
 class ReadError(HubCoreError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, MetaData, String, Text, Uuid
+from sqlalchemy import BigInteger, Index, MetaData, String, Text, Uuid
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agenthub.sqltypes import NAMING_CONVENTION, UTCDateTime
@@ -32,10 +32,9 @@ class ProjectedMessage(Base):
     to_agent: Mapped[str] = mapped_column(String(SLUG_LENGTH))
     subject: Mapped[str] = mapped_column(Text)
     body: Mapped[str] = mapped_column(Text)
-    # Roots are inserted before replies, so the thread link can be a real key.
-    thread_id: Mapped[uuid.UUID | None] = mapped_column(
-        Uuid, ForeignKey("projected_messages.id"), nullable=True
-    )
+    # No foreign key: a follower may see a reply before its root's newest
+    # revision; closure is checked at checkpoints instead (see `apply`).
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
     read_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     kind: Mapped[str] = mapped_column(String(32))
@@ -57,9 +56,7 @@ class ProjectedReceipt(Base):
 
     __tablename__ = "projected_receipts"
 
-    message_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("projected_messages.id"), primary_key=True
-    )
+    message_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     agent: Mapped[str] = mapped_column(String(SLUG_LENGTH), primary_key=True)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     read_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -79,8 +76,31 @@ class ProjectedTombstone(Base):
     deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class ProjectedReceiptTombstone(Base):
+    """A receipt State Hub deleted directly, so a replayed older upsert cannot revive it."""
+
+    __tablename__ = "projected_receipt_tombstones"
+
+    message_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    agent: Mapped[str] = mapped_column(String(SLUG_LENGTH), primary_key=True)
+    revision: Mapped[int] = mapped_column(BigInteger)
+    deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class StagedSnapshotRow(Base):
+    """One row of a paged snapshot being fetched; swapped in whole once every page is here."""
+
+    __tablename__ = "staged_snapshot_rows"
+
+    snapshot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    part: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    revision: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(Text)
+
+
 class SourceCursor(Base):
-    """How far the copy of one State Hub instance has come (filled by import, later by the feed)."""
+    """How far the copy of one State Hub instance has come (filled by import or the follower)."""
 
     __tablename__ = "source_cursors"
 
@@ -92,3 +112,8 @@ class SourceCursor(Base):
     # How the rows got here: "snapshot-pilot" for an import, "live" once following.
     mode: Mapped[str] = mapped_column(String(32))
     content_hash: Mapped[str] = mapped_column(String(80))
+    # Passed back as `source_epoch=` so a restored or failed-over source answers 409.
+    source_epoch: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # The follower's last refusal or transport failure, for /healthz and operators.
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

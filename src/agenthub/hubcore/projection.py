@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from agenthub.clock import Clock
 from agenthub.hubcore import repository as repo
 from agenthub.hubcore.errors import AgentNotServed
+from agenthub.hubcore.freshness import Freshness, assess
 from agenthub.hubcore.models import ProjectedMessage
 from agenthub.hubcore.store import Database
 
@@ -24,16 +24,6 @@ class InboxQuery:
 
 
 @dataclass(frozen=True)
-class Freshness:
-    """Where the rows came from, so a reader can judge how old they are."""
-
-    mode: str
-    source_instance: str | None
-    source_time: datetime | None
-    lag_seconds: float | None
-
-
-@dataclass(frozen=True)
 class InboxPage:
     messages: list[ProjectedMessage]
     freshness: Freshness
@@ -42,10 +32,20 @@ class InboxPage:
 class InboxProjection:
     """Serves `agent`'s inbox exactly as State Hub's `GET /messages/` would, read-only."""
 
-    def __init__(self, db: Database, clock: Clock, *, agent: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        *,
+        agent: str,
+        following: bool = False,
+        max_lag_s: float = 30.0,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.agent = agent
+        self.following = following
+        self.max_lag_s = max_lag_s
 
     def list(self, query: InboxQuery) -> InboxPage:
         if query.to_agent != self.agent:
@@ -64,9 +64,5 @@ class InboxProjection:
                 limit=query.limit,
             )
             cursor = repo.latest_cursor(session)
-        if cursor is None:
-            freshness = Freshness("snapshot-pilot", None, None, None)
-        else:
-            lag = (now - cursor.last_source_time).total_seconds()
-            freshness = Freshness(cursor.mode, cursor.source_instance, cursor.last_source_time, lag)
+        freshness = assess(cursor, now, following=self.following, max_lag_s=self.max_lag_s)
         return InboxPage(messages, freshness)

@@ -40,7 +40,9 @@ PROJECTION_TABLES = (
     "projected_messages",
     "projected_receipts",
     "projected_tombstones",
+    "projected_receipt_tombstones",
     "source_cursors",
+    "staged_snapshot_rows",
 )
 
 
@@ -85,36 +87,45 @@ def _uid(value: uuid.UUID | None) -> str | None:
     return None if value is None else canonical_uuid(value)
 
 
+def message_row(m: ProjectedMessage) -> Row:
+    """A projected message in canonical bundle form (`source_revision` as `revision`)."""
+    return {
+        "id": canonical_uuid(m.id),
+        "from_agent": m.from_agent,
+        "to_agent": m.to_agent,
+        "subject": m.subject,
+        "body": m.body,
+        "thread_id": _uid(m.thread_id),
+        "read_at": _ts(m.read_at),
+        "archived_at": _ts(m.archived_at),
+        "kind": m.kind,
+        "expires_at": _ts(m.expires_at),
+        "supersedes_id": _uid(m.supersedes_id),
+        "created_at": _ts(m.created_at),
+        "revision": m.source_revision,
+    }
+
+
+def receipt_row(r: ProjectedReceipt) -> Row:
+    return {
+        "message_id": canonical_uuid(r.message_id),
+        "agent": r.agent,
+        "delivered_at": _ts(r.delivered_at),
+        "read_at": _ts(r.read_at),
+        "acknowledged_at": _ts(r.acknowledged_at),
+        "revision": r.source_revision,
+    }
+
+
 def stored_messages(session: Session) -> Iterator[Row]:
     """Every projected message in canonical bundle form (`source_revision` as `revision`)."""
     for m in session.scalars(select(ProjectedMessage)).yield_per(INSERT_BATCH):
-        yield {
-            "id": canonical_uuid(m.id),
-            "from_agent": m.from_agent,
-            "to_agent": m.to_agent,
-            "subject": m.subject,
-            "body": m.body,
-            "thread_id": _uid(m.thread_id),
-            "read_at": _ts(m.read_at),
-            "archived_at": _ts(m.archived_at),
-            "kind": m.kind,
-            "expires_at": _ts(m.expires_at),
-            "supersedes_id": _uid(m.supersedes_id),
-            "created_at": _ts(m.created_at),
-            "revision": m.source_revision,
-        }
+        yield message_row(m)
 
 
 def stored_receipts(session: Session) -> Iterator[Row]:
     for r in session.scalars(select(ProjectedReceipt)).yield_per(INSERT_BATCH):
-        yield {
-            "message_id": canonical_uuid(r.message_id),
-            "agent": r.agent,
-            "delivered_at": _ts(r.delivered_at),
-            "read_at": _ts(r.read_at),
-            "acknowledged_at": _ts(r.acknowledged_at),
-            "revision": r.source_revision,
-        }
+        yield receipt_row(r)
 
 
 def stored_tombstones(session: Session) -> Iterator[Row]:
@@ -138,7 +149,7 @@ def _opt_time(value: str | None) -> datetime | None:
     return None if value is None else parse_timestamp(value)
 
 
-def _message_params(row: Row) -> dict[str, Any]:
+def message_params(row: Row) -> dict[str, Any]:
     return {
         "id": uuid.UUID(row["id"]),
         "from_agent": row["from_agent"],
@@ -156,7 +167,7 @@ def _message_params(row: Row) -> dict[str, Any]:
     }
 
 
-def _receipt_params(row: Row) -> dict[str, Any]:
+def receipt_params(row: Row) -> dict[str, Any]:
     return {
         "message_id": uuid.UUID(row["message_id"]),
         "agent": row["agent"],
@@ -167,7 +178,7 @@ def _receipt_params(row: Row) -> dict[str, Any]:
     }
 
 
-def _tombstone_params(row: Row) -> dict[str, Any]:
+def tombstone_params(row: Row) -> dict[str, Any]:
     return {
         "message_id": uuid.UUID(row["message_id"]),
         "revision": row["revision"],
@@ -196,17 +207,17 @@ def insert_messages(
     session: Session, rows: Sequence[Row], progress: Progress | None = None
 ) -> None:
     """Insert in the given order (the caller puts thread roots first)."""
-    _insert_batches(session, ProjectedMessage.__table__, rows, _message_params, progress)
+    _insert_batches(session, ProjectedMessage.__table__, rows, message_params, progress)
 
 
 def insert_receipts(
     session: Session, rows: Sequence[Row], progress: Progress | None = None
 ) -> None:
-    _insert_batches(session, ProjectedReceipt.__table__, rows, _receipt_params, progress)
+    _insert_batches(session, ProjectedReceipt.__table__, rows, receipt_params, progress)
 
 
 def insert_tombstones(session: Session, rows: Sequence[Row]) -> None:
-    _insert_batches(session, ProjectedTombstone.__table__, rows, _tombstone_params, None)
+    _insert_batches(session, ProjectedTombstone.__table__, rows, tombstone_params, None)
 
 
 def insert_cursor(session: Session, cursor: SourceCursor) -> None:

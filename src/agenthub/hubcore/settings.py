@@ -28,6 +28,28 @@ class HubCoreSettings(BaseSettings):
     inbox_agent: str | None = Field(
         None, validation_alias=AliasChoices("HUB_CORE_STATEHUB_INBOX_AGENT", "inbox_agent")
     )
+    # Follow this State Hub's change feed (inside `serve`, or with `agenthub hubcore follow`).
+    statehub_url: str | None = Field(
+        None, validation_alias=AliasChoices("HUBCORE_STATEHUB_URL", "statehub_url")
+    )
+    # Beyond this lag (hub-core clock - last applied source_time) reads say `stale`.
+    max_lag_s: float = Field(
+        30.0, gt=0, validation_alias=AliasChoices("HUBCORE_MAX_LAG_S", "max_lag_s")
+    )
+    # Long-poll seconds per feed request (State Hub clamps to 55); below max_lag_s so
+    # an idle source's heartbeat keeps the copy `live`.
+    follow_wait_s: float = Field(
+        20.0, ge=0, le=55, validation_alias=AliasChoices("HUBCORE_FOLLOW_WAIT_S", "follow_wait_s")
+    )
+    follow_limit: int = Field(
+        1000, ge=1, le=5000, validation_alias=AliasChoices("HUBCORE_FOLLOW_LIMIT", "follow_limit")
+    )
+    snapshot_page_size: int = Field(
+        2000,
+        ge=1,
+        le=10_000,
+        validation_alias=AliasChoices("HUBCORE_SNAPSHOT_PAGE_SIZE", "snapshot_page_size"),
+    )
     # Migrate an empty or older database to head when the server starts.
     auto_migrate: bool = Field(
         True, validation_alias=AliasChoices("HUBCORE_AUTO_MIGRATE", "auto_migrate")

@@ -1,0 +1,584 @@
+"""Applying one feed page to the projection (contract §5 and §6).
+
+A page is applied in one destination transaction, change by change in
+revision order, and the cursor moves in the same transaction; anything the
+rules cannot justify raises `FeedRefused` and the caller's transaction rolls
+back, so the projection and its cursor stay exactly as they were.
+
+Per entity key (the stored revision `s` of a key is that of its row, or of
+its tombstone):
+
+    no stored row      insert
+    r < s              ignore (stale replay) and log
+    r == s, same       no-op
+    r == s, different  refuse (`same_revision_conflict`)
+    r > s              replace, after `rules.message_transition` / `receipt_transition`
+
+Out of order (§5): a change at or below the stored cursor must be an exact
+replay (a no-op or stale); a page whose `high_water` is below the stored one,
+or from another instance or epoch, is refused.
+
+Thread closure is checked at a checkpoint (`next_cursor == high_water` and no
+more pages), not per page: rows keep only their latest revision, so a root
+archived after its reply was written arrives after the reply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from agenthub.clock import Clock
+from agenthub.hubcore import feedrepo
+from agenthub.hubcore.canonical import (
+    MalformedRow,
+    Row,
+    canonical_timestamp,
+    canonical_uuid,
+    normalize_message,
+    normalize_receipt,
+    normalize_tombstone,
+    parse_timestamp,
+)
+from agenthub.hubcore.errors import FeedRefused
+from agenthub.hubcore.freshness import LIVE
+from agenthub.hubcore.models import SourceCursor
+from agenthub.hubcore.rules import message_transition, receipt_transition
+from agenthub.hubcore.store import Database
+
+log = logging.getLogger("agenthub.hubcore.follower")
+
+CONTRACT = "statehub.inbox-feed.v1"
+_CURSOR = re.compile(r"^v1:(\d{1,19})$")
+RESNAPSHOT_HINT = "the follower re-snapshots; if this repeats, State Hub is serving bad data"
+
+
+def decode_cursor(value: Any, field: str) -> int:
+    match = _CURSOR.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise FeedRefused(
+            "malformed_page",
+            f"{field} {value!r:.40} is not a v1 cursor",
+            hint="State Hub must serve statehub.inbox-feed.v1",
+        )
+    return int(match.group(1))
+
+
+def encode_cursor(revision: int) -> str:
+    return f"v1:{revision}"
+
+
+@dataclass(frozen=True)
+class Change:
+    revision: int
+    entity: str
+    op: str
+    key: str
+    row: Row
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    source_instance: str
+    source_epoch: str | None
+    source_time: datetime
+    high_water: int
+    next_cursor: int
+    has_more: bool
+    changes: list[Change]
+
+    @property
+    def checkpoint(self) -> bool:
+        """Caught up: every revision up to the source's high water is in the projection."""
+        return not self.has_more and self.next_cursor == self.high_water
+
+
+def _malformed(message: str) -> FeedRefused:
+    return FeedRefused("malformed_page", message, hint=RESNAPSHOT_HINT)
+
+
+def _change(raw: Any, position: int) -> Change:
+    if not isinstance(raw, Mapping):
+        raise _malformed(f"change #{position} is not an object")
+    revision, entity, op, key, state = (
+        raw.get("revision"),
+        raw.get("entity"),
+        raw.get("op"),
+        raw.get("key"),
+        raw.get("state"),
+    )
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+        raise _malformed(f"change #{position} has no revision")
+    if not isinstance(key, str) or not isinstance(state, Mapping):
+        raise _malformed(f"change #{position} has no key or state")
+    try:
+        if entity == "message" and op == "upsert":
+            row = normalize_message(state)
+            expected = row["id"]
+        elif entity == "receipt" and op == "upsert":
+            row = normalize_receipt(state)
+            expected = f"{row['message_id']}:{row['agent']}"
+        elif entity == "receipt" and op == "delete":
+            row = {
+                "message_id": canonical_uuid(state.get("message_id"), "message_id"),
+                "agent": state.get("agent"),
+                "revision": state.get("revision"),
+                "deleted_at": canonical_timestamp(state.get("deleted_at"), "deleted_at"),
+            }
+            if not isinstance(row["agent"], str) or not row["agent"]:
+                raise MalformedRow("agent", "missing")
+            expected = f"{row['message_id']}:{row['agent']}"
+        elif entity == "tombstone" and op == "delete":
+            # `reason` is State Hub's; a tombstone here keeps only id, revision and time.
+            row = normalize_tombstone({k: v for k, v in state.items() if k != "reason"})
+            expected = row["message_id"]
+        else:
+            raise _malformed(f"change #{position} is an unknown {entity!r:.20}/{op!r:.20}")
+    except MalformedRow as exc:
+        raise _malformed(f"change #{position} ({key:.80}): {exc}") from None
+    if row["revision"] != revision or key != expected:
+        raise _malformed(f"change #{position}: key or revision disagrees with its state")
+    return Change(revision, entity, op, key, row)
+
+
+def parse_page(raw: Any) -> FeedPage:
+    """A State Hub feed page as a `FeedPage`; refuses anything not shaped like v1."""
+    if not isinstance(raw, Mapping):
+        raise _malformed("a feed page is a JSON object")
+    if raw.get("contract") != CONTRACT:
+        raise FeedRefused(
+            "unsupported_contract",
+            f"page contract is {raw.get('contract')!r:.40}, expected {CONTRACT}",
+            hint="re-snapshot from a State Hub serving statehub.inbox-feed.v1",
+        )
+    instance, epoch = raw.get("source_instance"), raw.get("source_epoch")
+    if not isinstance(instance, str) or not instance:
+        raise _malformed("page has no source_instance")
+    if epoch is not None and not isinstance(epoch, str):
+        raise _malformed("page source_epoch is not a string")
+    try:
+        source_time = parse_timestamp(canonical_timestamp(raw.get("source_time"), "source_time"))
+    except MalformedRow as exc:
+        raise _malformed(str(exc)) from None
+    changes_raw = raw.get("changes")
+    if not isinstance(changes_raw, list) or not isinstance(raw.get("has_more"), bool):
+        raise _malformed("page has no changes list or has_more flag")
+    changes = [_change(c, i) for i, c in enumerate(changes_raw)]
+    for before, after in itertools.pairwise(changes):
+        if after.revision < before.revision:
+            raise FeedRefused(
+                "out_of_order_page",
+                f"changes are not in revision order ({before.revision} then {after.revision})",
+                rows=[after.key],
+                hint=RESNAPSHOT_HINT,
+            )
+    high_water = decode_cursor(raw.get("high_water"), "high_water")
+    next_cursor = decode_cursor(raw.get("next_cursor"), "next_cursor")
+    if changes and next_cursor < changes[-1].revision:
+        raise _malformed(f"next_cursor v1:{next_cursor} is below the page's last change")
+    if next_cursor > high_water:
+        raise _malformed(f"next_cursor v1:{next_cursor} is above high_water v1:{high_water}")
+    return FeedPage(
+        source_instance=instance,
+        source_epoch=epoch,
+        source_time=source_time,
+        high_water=high_water,
+        next_cursor=next_cursor,
+        has_more=bool(raw["has_more"]),
+        changes=changes,
+    )
+
+
+@dataclass
+class ApplyResult:
+    inserted: int = 0
+    replaced: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    stale: int = 0
+    cursor: str = ""
+    high_water: str = ""
+    checkpoint: bool = False
+    # Nothing more to fetch right now (`has_more` false).
+    drained: bool = False
+
+    @property
+    def changes(self) -> int:
+        return self.inserted + self.replaced + self.deleted + self.unchanged + self.stale
+
+
+@dataclass
+class _Working:
+    """The keys a page touches, loaded once, changed in memory, written back in batches."""
+
+    messages: dict[str, Row | None]
+    tombstones: dict[str, Row | None]
+    receipts: dict[str, Row | None]
+    receipt_tombstones: dict[str, Row | None]
+    dirty_messages: set[str] = field(default_factory=set)
+    dirty_tombstones: set[str] = field(default_factory=set)
+    dirty_receipts: set[str] = field(default_factory=set)
+    dirty_receipt_tombstones: set[str] = field(default_factory=set)
+    dropped_receipts_of: set[str] = field(default_factory=set)
+    stored: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _known(keys: set[str], found: dict[str, Row]) -> dict[str, Row | None]:
+    """Every key the page touches: its stored row, or None when there is none."""
+    return {key: found.get(key) for key in keys}
+
+
+def _refuse_conflict(change: Change, stored: Row) -> FeedRefused:
+    return FeedRefused(
+        "same_revision_conflict",
+        f"{change.entity} at revision {change.revision} differs from the stored row "
+        "at the same revision",
+        rows=[change.key],
+        hint=RESNAPSHOT_HINT,
+    )
+
+
+class _PageRun:
+    def __init__(self, session: Session, page: FeedPage, cursor: int) -> None:
+        self.session = session
+        self.page = page
+        self.cursor = cursor
+        self.result = ApplyResult()
+        self.batch_tombstones = {c.key: c.revision for c in page.changes if c.entity == "tombstone"}
+        message_ids = {c.key for c in page.changes if c.entity in ("message", "tombstone")}
+        receipt_keys = {c.key for c in page.changes if c.entity == "receipt"}
+        receipt_messages = {k.partition(":")[0] for k in receipt_keys}
+        self.w = _Working(
+            messages=_known(message_ids, feedrepo.load_messages(session, message_ids)),
+            tombstones=_known(
+                message_ids | receipt_messages,
+                feedrepo.load_tombstones(session, message_ids | receipt_messages),
+            ),
+            receipts=_known(receipt_keys, feedrepo.load_receipts(session, receipt_keys)),
+            receipt_tombstones=_known(
+                receipt_keys, feedrepo.load_receipt_tombstones(session, receipt_keys)
+            ),
+        )
+        # What exists in the database before this page (a write must delete it first).
+        self.w.stored = {
+            name: {k for k, v in getattr(self.w, name).items() if v is not None}
+            for name in ("messages", "tombstones", "receipts", "receipt_tombstones")
+        }
+
+    # -- lookups ------------------------------------------------------------------
+
+    def tombstone_revision(self, message_id: str) -> int | None:
+        """The tombstone of `message_id`: in this page, already applied, or stored."""
+        revisions = []
+        if message_id in self.batch_tombstones:
+            revisions.append(self.batch_tombstones[message_id])
+        if message_id not in self.w.tombstones:
+            loaded = feedrepo.load_tombstones(self.session, [message_id])
+            self.w.tombstones[message_id] = loaded.get(message_id)
+            if message_id in loaded:
+                self.w.stored["tombstones"].add(message_id)
+        stored = self.w.tombstones[message_id]
+        if stored is not None:
+            revisions.append(stored["revision"])
+        return min(revisions) if revisions else None
+
+    # -- outcomes -----------------------------------------------------------------
+
+    def _stale(self, change: Change, against: int) -> str:
+        log.info(
+            "ignored stale %s %s at revision %d (stored revision %d)",
+            change.entity,
+            change.key,
+            change.revision,
+            against,
+        )
+        self.result.stale += 1
+        return "stale"
+
+    def _write(self, change: Change, outcome: str) -> str:
+        if change.revision <= self.cursor:
+            raise FeedRefused(
+                "out_of_order_page",
+                f"change at revision {change.revision} is at or below the cursor "
+                f"v1:{self.cursor} and is not a replay of what was applied",
+                rows=[change.key],
+                hint=RESNAPSHOT_HINT,
+            )
+        setattr(self.result, outcome, getattr(self.result, outcome) + 1)
+        return outcome
+
+    def _reused(self, change: Change, tombstone: Row) -> FeedRefused:
+        return FeedRefused(
+            "tombstoned_id_reused",
+            f"{change.entity} at revision {change.revision} names a message deleted at "
+            f"revision {tombstone['revision']}",
+            rows=[change.key],
+            hint=RESNAPSHOT_HINT,
+        )
+
+    def message(self, change: Change) -> str:
+        tombstone = self.w.tombstones[change.key]
+        if tombstone is not None:
+            if change.revision <= tombstone["revision"]:
+                return self._stale(change, tombstone["revision"])
+            raise self._reused(change, tombstone)
+        stored = self.w.messages[change.key]
+        if stored is None:
+            outcome = "inserted"
+        else:
+            if change.revision < stored["revision"]:
+                return self._stale(change, stored["revision"])
+            if change.revision == stored["revision"]:
+                if stored == change.row:
+                    self.result.unchanged += 1
+                    return "unchanged"
+                raise _refuse_conflict(change, stored)
+            reason = message_transition(stored, change.row, self.tombstone_revision)
+            if reason is not None:
+                raise FeedRefused(
+                    "illegal_transition",
+                    f"message at revision {change.revision}: {reason}",
+                    rows=[change.key],
+                    hint=RESNAPSHOT_HINT,
+                )
+            outcome = "replaced"
+        self._write(change, outcome)
+        self.w.messages[change.key] = change.row
+        self.w.dirty_messages.add(change.key)
+        return outcome
+
+    def receipt(self, change: Change) -> str:
+        message_id = change.row["message_id"]
+        tombstone = self.w.tombstones.get(message_id)
+        if tombstone is None:
+            self.tombstone_revision(message_id)
+            tombstone = self.w.tombstones[message_id]
+        if tombstone is not None:
+            if change.revision <= tombstone["revision"]:
+                return self._stale(change, tombstone["revision"])
+            raise self._reused(change, tombstone)
+        deleted = self.w.receipt_tombstones[change.key]
+        stored = self.w.receipts[change.key]
+        if change.op == "delete":
+            return self._receipt_delete(change, stored, deleted)
+        if deleted is not None and change.revision <= deleted["revision"]:
+            return self._stale(change, deleted["revision"])
+        if stored is None:
+            outcome = "inserted"
+        else:
+            if change.revision < stored["revision"]:
+                return self._stale(change, stored["revision"])
+            if change.revision == stored["revision"]:
+                if stored == change.row:
+                    self.result.unchanged += 1
+                    return "unchanged"
+                raise _refuse_conflict(change, stored)
+            reason = receipt_transition(stored, change.row)
+            if reason is not None:
+                raise FeedRefused(
+                    "illegal_transition",
+                    f"receipt at revision {change.revision}: {reason}",
+                    rows=[change.key],
+                    hint=RESNAPSHOT_HINT,
+                )
+            outcome = "replaced"
+        self._write(change, outcome)
+        self.w.receipts[change.key] = change.row
+        self.w.dirty_receipts.add(change.key)
+        return outcome
+
+    def _receipt_delete(self, change: Change, stored: Row | None, deleted: Row | None) -> str:
+        if stored is not None and change.revision < stored["revision"]:
+            return self._stale(change, stored["revision"])
+        if stored is not None and change.revision == stored["revision"]:
+            raise _refuse_conflict(change, stored)
+        if deleted is not None:
+            if change.revision < deleted["revision"]:
+                return self._stale(change, deleted["revision"])
+            if change.revision == deleted["revision"] and stored is None:
+                if deleted == change.row:
+                    self.result.unchanged += 1
+                    return "unchanged"
+                raise _refuse_conflict(change, deleted)
+        self._write(change, "deleted")
+        self.w.receipts[change.key] = None
+        self.w.dirty_receipts.add(change.key)
+        self.w.receipt_tombstones[change.key] = change.row
+        self.w.dirty_receipt_tombstones.add(change.key)
+        return "deleted"
+
+    def tombstone(self, change: Change) -> str:
+        stored_tombstone = self.w.tombstones[change.key]
+        if stored_tombstone is not None:
+            if change.revision < stored_tombstone["revision"]:
+                return self._stale(change, stored_tombstone["revision"])
+            if change.revision == stored_tombstone["revision"]:
+                if stored_tombstone == change.row:
+                    self.result.unchanged += 1
+                    return "unchanged"
+                raise _refuse_conflict(change, stored_tombstone)
+            raise self._reused(change, stored_tombstone)
+        stored = self.w.messages[change.key]
+        if stored is not None and change.revision < stored["revision"]:
+            return self._stale(change, stored["revision"])
+        self._write(change, "deleted")
+        # The derived row and its receipts go; only (id, revision, deleted_at) stays.
+        self.w.messages[change.key] = None
+        self.w.dirty_messages.add(change.key)
+        self.w.dropped_receipts_of.add(change.key)
+        for key in list(self.w.receipts):
+            if key.startswith(change.key + ":") and self.w.receipts[key] is not None:
+                self.w.receipts[key] = None
+                self.w.dirty_receipts.add(key)
+        self.w.tombstones[change.key] = change.row
+        self.w.dirty_tombstones.add(change.key)
+        return "deleted"
+
+    def run(self) -> None:
+        handlers: dict[str, Callable[[Change], str]] = {
+            "message": self.message,
+            "receipt": self.receipt,
+            "tombstone": self.tombstone,
+        }
+        for change in self.page.changes:
+            handlers[change.entity](change)
+        w = self.w
+        session = self.session
+        stored = w.stored
+        feedrepo.write_messages(
+            session, {k: w.messages[k] for k in w.dirty_messages}, stored["messages"]
+        )
+        feedrepo.drop_receipts_of(session, w.dropped_receipts_of)
+        # Receipts dropped with their message above are gone already; any left are stored.
+        feedrepo.write_receipts(
+            session, {k: w.receipts[k] for k in w.dirty_receipts}, stored["receipts"]
+        )
+        tombstones = {k: w.tombstones[k] for k in w.dirty_tombstones}
+        feedrepo.write_tombstones(
+            session, {k: v for k, v in tombstones.items() if v is not None}, stored["tombstones"]
+        )
+        receipt_tombstones = {k: w.receipt_tombstones[k] for k in w.dirty_receipt_tombstones}
+        feedrepo.write_receipt_tombstones(
+            session,
+            {k: v for k, v in receipt_tombstones.items() if v is not None},
+            stored["receipt_tombstones"],
+        )
+
+
+def check_source(stored: SourceCursor, page: FeedPage, *, replay: bool) -> None:
+    """§5: the page must come from the source, epoch and history the cursor belongs to."""
+    if page.source_instance != stored.source_instance:
+        raise FeedRefused(
+            "source_mismatch",
+            f"page is from source {page.source_instance!r}, the cursor belongs to "
+            f"{stored.source_instance!r}",
+            hint="re-snapshot to follow another State Hub",
+        )
+    if stored.source_epoch and page.source_epoch and page.source_epoch != stored.source_epoch:
+        raise FeedRefused(
+            "epoch_changed",
+            f"source epoch changed ({stored.source_epoch!r} -> {page.source_epoch!r}): "
+            "State Hub was restored or failed over",
+            hint=RESNAPSHOT_HINT,
+        )
+    seen = decode_cursor(stored.high_water, "stored high_water")
+    # A replayed old page carries its old high water; it is judged change by change.
+    if page.high_water < seen and not replay:
+        raise FeedRefused(
+            "falling_high_water",
+            f"page high_water v1:{page.high_water} is below v1:{seen} already seen from "
+            f"{stored.source_instance!r}: the source was restored or rolled back",
+            hint="the copy is no longer served as fresh; the follower re-snapshots",
+        )
+
+
+def apply_page(
+    session: Session, raw: Any, *, now: datetime, after: str | None = None
+) -> ApplyResult:
+    """Apply one feed page inside the caller's transaction; raise `FeedRefused` on any rule.
+
+    `after` is the cursor the page was asked for, when known: a page asked for
+    beyond the stored cursor would skip the changes in between (pages delivered
+    out of order), so it is refused. The caller commits only if this returns,
+    and rolls back otherwise.
+    """
+    page = parse_page(raw)
+    stored = feedrepo.the_cursor(session)
+    if stored is None:
+        raise FeedRefused(
+            "no_cursor",
+            "the projection has no cursor to follow from",
+            hint="take a snapshot first (the follower does this by itself when empty)",
+        )
+    cursor = decode_cursor(stored.cursor, "stored cursor")
+    if after is not None and decode_cursor(after, "after") > cursor:
+        raise FeedRefused(
+            "out_of_order_page",
+            f"page was asked for after {after} but the projection stands at {stored.cursor}: "
+            "applying it would skip the changes in between",
+            hint="apply pages in the order they were asked for; the follower re-asks",
+        )
+    # Every change at or below the cursor: only an exact replay (no-ops, stale) passes,
+    # and it tells nothing new about the source, so the envelope is not taken.
+    replay = bool(page.changes) and page.next_cursor <= cursor
+    check_source(stored, page, replay=replay)
+    run = _PageRun(session, page, cursor)
+    run.run()
+    result = run.result
+    if replay:
+        result.cursor, result.high_water = stored.cursor, stored.high_water
+        return result
+    result.drained = not page.has_more
+    new_cursor = max(cursor, page.next_cursor)
+    stored.cursor = encode_cursor(new_cursor)
+    stored.high_water = encode_cursor(page.high_water)
+    stored.source_epoch = page.source_epoch or stored.source_epoch
+    stored.last_source_time = max(stored.last_source_time, page.source_time)
+    stored.last_success_at = now
+    stored.mode = LIVE
+    stored.last_error = None
+    stored.last_error_at = None
+    session.flush()
+    result.cursor = stored.cursor
+    result.high_water = stored.high_water
+    result.checkpoint = page.checkpoint and new_cursor == page.high_water
+    if result.checkpoint:
+        broken = feedrepo.closure_violations(session)
+        if broken:
+            raise FeedRefused(
+                "closure_broken",
+                "caught up with the source, but rows name messages the projection lacks",
+                rows=broken,
+                hint=RESNAPSHOT_HINT,
+            )
+    return result
+
+
+class PageApplier:
+    """`apply_page` in a transaction of its own. `before_commit` runs after the page is
+    applied and before the commit (a test hook: raising there must change nothing)."""
+
+    def __init__(
+        self, db: Database, clock: Clock, *, before_commit: Callable[[], None] | None = None
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.before_commit = before_commit
+
+    def apply(self, raw: Any, *, after: str | None = None) -> ApplyResult:
+        with self.db.write() as session:
+            result = apply_page(session, raw, now=self.clock.now(), after=after)
+            if self.before_commit is not None:
+                self.before_commit()
+        return result
+
+    def record_error(self, message: str) -> None:
+        with self.db.write() as session:
+            feedrepo.record_error(session, message, self.clock.now())

@@ -1,0 +1,219 @@
+"""SQL the follower needs: keyed loads and batched writes of projection rows, the
+cursor row, and the closure check. Callers own the transaction; nothing here commits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+from sqlalchemy import Table, delete, insert, select, tuple_
+from sqlalchemy.orm import Session, aliased
+
+from agenthub.hubcore.canonical import Row, canonical_timestamp, canonical_uuid, parse_timestamp
+from agenthub.hubcore.errors import FeedRefused
+from agenthub.hubcore.models import (
+    ProjectedMessage,
+    ProjectedReceipt,
+    ProjectedReceiptTombstone,
+    ProjectedTombstone,
+    SourceCursor,
+)
+from agenthub.hubcore.repository import (
+    message_params,
+    message_row,
+    receipt_params,
+    receipt_row,
+    tombstone_params,
+)
+
+CHUNK = 500
+T = TypeVar("T")
+# Core tables: batched writes skip the ORM's per-row bookkeeping.
+MESSAGES = cast(Table, ProjectedMessage.__table__)
+RECEIPTS = cast(Table, ProjectedReceipt.__table__)
+TOMBSTONES = cast(Table, ProjectedTombstone.__table__)
+RECEIPT_TOMBSTONES = cast(Table, ProjectedReceiptTombstone.__table__)
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _split(key: str) -> tuple[uuid.UUID, str]:
+    message_id, _, agent = key.partition(":")
+    return uuid.UUID(message_id), agent
+
+
+def tombstone_row(t: ProjectedTombstone) -> Row:
+    return {
+        "message_id": canonical_uuid(t.message_id),
+        "revision": t.revision,
+        "deleted_at": canonical_timestamp(t.deleted_at, "deleted_at"),
+    }
+
+
+def receipt_tombstone_row(t: ProjectedReceiptTombstone) -> Row:
+    return {
+        "message_id": canonical_uuid(t.message_id),
+        "agent": t.agent,
+        "revision": t.revision,
+        "deleted_at": canonical_timestamp(t.deleted_at, "deleted_at"),
+    }
+
+
+def receipt_tombstone_params(row: Row) -> dict[str, Any]:
+    return {
+        "message_id": uuid.UUID(row["message_id"]),
+        "agent": row["agent"],
+        "revision": row["revision"],
+        "deleted_at": parse_timestamp(row["deleted_at"]),
+    }
+
+
+# -- keyed loads --------------------------------------------------------------------
+
+
+def load_messages(session: Session, ids: Iterable[str]) -> dict[str, Row]:
+    keys = list({uuid.UUID(i) for i in ids})
+    found: dict[str, Row] = {}
+    for part in chunks(keys):
+        for m in session.scalars(select(ProjectedMessage).where(ProjectedMessage.id.in_(part))):
+            found[canonical_uuid(m.id)] = message_row(m)
+    return found
+
+
+def load_tombstones(session: Session, ids: Iterable[str]) -> dict[str, Row]:
+    keys = list({uuid.UUID(i) for i in ids})
+    found: dict[str, Row] = {}
+    for part in chunks(keys):
+        stmt = select(ProjectedTombstone).where(ProjectedTombstone.message_id.in_(part))
+        for t in session.scalars(stmt):
+            found[canonical_uuid(t.message_id)] = tombstone_row(t)
+    return found
+
+
+def load_receipts(session: Session, keys: Iterable[str]) -> dict[str, Row]:
+    pairs = list({_split(k) for k in keys})
+    found: dict[str, Row] = {}
+    columns = tuple_(ProjectedReceipt.message_id, ProjectedReceipt.agent)
+    for part in chunks(pairs):
+        for r in session.scalars(select(ProjectedReceipt).where(columns.in_(part))):
+            found[f"{canonical_uuid(r.message_id)}:{r.agent}"] = receipt_row(r)
+    return found
+
+
+def load_receipt_tombstones(session: Session, keys: Iterable[str]) -> dict[str, Row]:
+    pairs = list({_split(k) for k in keys})
+    found: dict[str, Row] = {}
+    model = ProjectedReceiptTombstone
+    columns = tuple_(model.message_id, model.agent)
+    for part in chunks(pairs):
+        for t in session.scalars(select(model).where(columns.in_(part))):
+            found[f"{canonical_uuid(t.message_id)}:{t.agent}"] = receipt_tombstone_row(t)
+    return found
+
+
+# -- batched writes -----------------------------------------------------------------
+
+
+def write_messages(session: Session, final: dict[str, Row | None], stored: set[str]) -> None:
+    """Make each named message exactly `final[id]` (None: absent); `stored` are those
+    that exist now (only they need deleting first)."""
+    table = MESSAGES
+    ids = [uuid.UUID(k) for k in final if k in stored]
+    for part in chunks(ids):
+        session.execute(delete(table).where(table.c.id.in_(part)))
+    rows = [message_params(r) for r in final.values() if r is not None]
+    for batch in chunks(rows, 5000):
+        session.execute(insert(table), list(batch))
+
+
+def drop_receipts_of(session: Session, message_ids: Iterable[str]) -> None:
+    ids = list({uuid.UUID(i) for i in message_ids})
+    for part in chunks(ids):
+        session.execute(delete(ProjectedReceipt).where(ProjectedReceipt.message_id.in_(part)))
+
+
+def write_receipts(session: Session, final: dict[str, Row | None], stored: set[str]) -> None:
+    table = RECEIPTS
+    pairs = [_split(k) for k in final if k in stored]
+    columns = tuple_(table.c.message_id, table.c.agent)
+    for part in chunks(pairs):
+        session.execute(delete(table).where(columns.in_(part)))
+    rows = [receipt_params(r) for r in final.values() if r is not None]
+    for batch in chunks(rows, 5000):
+        session.execute(insert(table), list(batch))
+
+
+def write_tombstones(session: Session, final: dict[str, Row], stored: set[str]) -> None:
+    table = TOMBSTONES
+    ids = [uuid.UUID(k) for k in final if k in stored]
+    for part in chunks(ids):
+        session.execute(delete(table).where(table.c.message_id.in_(part)))
+    rows = [tombstone_params(r) for r in final.values()]
+    for batch in chunks(rows, 5000):
+        session.execute(insert(table), list(batch))
+
+
+def write_receipt_tombstones(session: Session, final: dict[str, Row], stored: set[str]) -> None:
+    table = RECEIPT_TOMBSTONES
+    pairs = [_split(k) for k in final if k in stored]
+    columns = tuple_(table.c.message_id, table.c.agent)
+    for part in chunks(pairs):
+        session.execute(delete(table).where(columns.in_(part)))
+    rows = [receipt_tombstone_params(r) for r in final.values()]
+    for batch in chunks(rows, 5000):
+        session.execute(insert(table), list(batch))
+
+
+# -- cursor -------------------------------------------------------------------------
+
+
+def the_cursor(session: Session) -> SourceCursor | None:
+    """The projection's one cursor row (a projection follows one source)."""
+    rows = list(session.scalars(select(SourceCursor).order_by(SourceCursor.source_instance)))
+    if len(rows) > 1:
+        raise FeedRefused(
+            "several_sources",
+            "the projection holds cursors for several sources",
+            rows=[r.source_instance for r in rows],
+            hint="a hub-core database follows one State Hub; re-snapshot into an empty one",
+        )
+    return rows[0] if rows else None
+
+
+def record_error(session: Session, message: str, now: datetime) -> None:
+    cursor = the_cursor(session)
+    if cursor is not None:
+        cursor.last_error = message[:2000]
+        cursor.last_error_at = now
+
+
+# -- closure ------------------------------------------------------------------------
+
+
+def closure_violations(session: Session, limit: int = 20) -> list[str]:
+    """Rows naming a message the projection does not hold: replies without their
+    root, supersessions without their target, receipts without their message."""
+    target = aliased(ProjectedMessage)
+    problems: list[str] = []
+    for field in ("thread_id", "supersedes_id"):
+        column = getattr(ProjectedMessage, field)
+        stmt = (
+            select(ProjectedMessage.id, column)
+            .outerjoin(target, target.id == column)
+            .where(column.is_not(None), target.id.is_(None))
+            .limit(limit)
+        )
+        problems += [f"{row[0]} {field}->{row[1]}" for row in session.execute(stmt)]
+    stmt = (
+        select(ProjectedReceipt.message_id, ProjectedReceipt.agent)
+        .outerjoin(target, target.id == ProjectedReceipt.message_id)
+        .where(target.id.is_(None))
+        .limit(limit)
+    )
+    problems += [f"receipt {row[0]}:{row[1]}" for row in session.execute(stmt)]
+    return problems
