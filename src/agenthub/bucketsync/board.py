@@ -23,6 +23,7 @@ def render_record(record: Record) -> dict[str, Any]:
         or (naming.stamp_to_iso(parsed[0]) if parsed else None),
         "frontmatter": record.frontmatter,
         "body": record.body,
+        "reasons": None,  # set only by /v1/updates
     }
 
 
@@ -122,7 +123,9 @@ def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
-def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, Any]:
+def digest(
+    hub: Hub, *, as_handle: str | None, since: str | None, after: str | None = None
+) -> dict[str, Any]:
     """Agents, recent messages and (with `as`) the handle's inbox. The leaderboard and
     results parts arrive with the scoring issue."""
     params: dict[str, str] = {"expand": "true", "limit": "20"}
@@ -150,4 +153,17 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
             "items": messages["items"],
         },
         "inbox": inbox_block,
+        **live_blocks(hub, as_handle, since, after),
+    }
+
+
+def live_blocks(
+    hub: Hub, as_handle: str | None, since: str | None, after: str | None
+) -> dict[str, Any]:
+    """The digest's channels, presence and unread blocks (seed §12-§13)."""
+    from agenthub.bucketsync import channels, updates
+
+    return {
+        "channels": channels.digest_block(hub, as_handle, since),
+        **updates.digest_blocks(hub, as_handle, after),
     }

@@ -23,7 +23,14 @@ T = TypeVar("T")
 
 # The folders the read model serves. Later features (results, channels, traces) register
 # theirs here; each is listed recursively as one unit.
-DEFAULT_FOLDERS = ("agents/", "message_board/", "inbox/", "broadcasts/", "results/")
+DEFAULT_FOLDERS = (
+    "agents/",
+    "message_board/",
+    "inbox/",
+    "broadcasts/",
+    "results/",
+    "channels/",
+)
 
 
 @dataclass(frozen=True)
@@ -239,6 +246,25 @@ class ReadModel:
                 updated[entry.path] = entry
                 state.entries = updated
                 state.version += 1
+
+    def delete_through(self, folder: str, path: str) -> None:
+        """Drop a file the service just deleted (channel unsubscribe, seed §12)."""
+        state = self._folder(folder)
+        with state.lock:
+            state.overlay.pop(path, None)
+            if state.entries is not None and path in state.entries:
+                updated = dict(state.entries)
+                del updated[path]
+                state.entries = updated
+                state.version += 1
+
+    def invalidate(self, folder: str) -> None:
+        """Re-list `folder` on its next read: another worker wrote to it (Redis bus)."""
+        state = self._folders.get(folder)
+        if state is None:
+            state = self._folders.setdefault(folder, _Folder())
+        with state.lock:
+            state.loaded_at = float("-inf")
 
     @staticmethod
     def _record(entry: FileEntry, document: Document) -> Record:
