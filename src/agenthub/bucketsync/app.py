@@ -92,6 +92,13 @@ def create_app(
     return app
 
 
+def app_from_environment() -> FastAPI:
+    """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
+    from agenthub.bucketsync.settings import load_settings
+
+    return create_app(load_settings())
+
+
 def install_longpoll(hub: Hub, timer: Timer) -> None:
     """The waiter registry, fed by the notifier (seed §13)."""
     s = hub.settings
