@@ -1,0 +1,108 @@
+"""The Redis bus (bucketsync.md "Scaling out"): two app instances sharing one data
+directory and one Redis behave as one service — wakes, reads, limits and dedup."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.cli import app as cli_app
+from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.localstore import LocalBucketStore
+from tests.bucketsync.conftest import ORG, World, make_settings
+from tests.bucketsync.live_support import wait_for
+from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
+
+pytestmark = pytest.mark.redis
+
+
+@dataclass
+class Pair:
+    a: World
+    b: World
+    pool: ThreadPoolExecutor
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    url = require_redis()
+    prefix = unique_prefix()
+    settings = make_settings(
+        tmp_path / "data", BUCKETSYNC_BUS_URL=url, BUCKETSYNC_BUS_PREFIX=prefix
+    )
+    worlds = []
+    clients = []
+    for _ in range(2):
+        identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+        app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
+        client = TestClient(app)
+        client.__enter__()
+        clients.append(client)
+        worlds.append(World(client, app.state.hub, identity))
+    # One set of users (one users.json) serves both instances.
+    worlds[1].tokens = worlds[0].tokens
+    pool = ThreadPoolExecutor(max_workers=4)
+    try:
+        yield Pair(worlds[0], worlds[1], pool)
+    finally:
+        pool.shutdown(wait=True)
+        for client in clients:
+            client.__exit__(None, None, None)
+        drop_prefix(url, prefix)
+
+
+def _share_owners(pair: Pair) -> None:
+    pair.b._owner = pair.a._owner
+
+
+def test_bs_13_33_a_post_on_one_worker_wakes_a_waiter_on_the_other(pair: Pair) -> None:
+    pair.a.agent("agent-1")
+    pair.a.agent("agent-2")
+    # Registered through A: B learns of it through the folder-changed event, not the TTL.
+    wait_for(lambda: pair.b.client.get("/v1/agents/agent-2").status_code == 200)
+    registry = pair.b.hub.longpoll.registry  # type: ignore[union-attr]
+    parked = pair.pool.submit(pair.b.client.get, "/v1/inbox/agent-2?wait=20&expand=true")
+    wait_for(lambda: registry.stats()["parked"] == 1)
+    sent = pair.a.raw("agent-1", "across workers @agent-2").json()
+    page: Any = parked.result(timeout=10).json()
+    assert page["watch"]["status"] == "delivered"
+    assert [i["filename"] for i in page["items"]] == [sent["filename"]]
+    assert page["watch"]["waited_ms"] < 5_000
+
+
+def test_bs_13_33_raw_message_limits_hold_across_workers(pair: Pair) -> None:
+    pair.a.agent("agent-1")
+    statuses = [
+        (pair.a if i % 2 == 0 else pair.b).raw("agent-1", f"n{i}").status_code for i in range(6)
+    ]
+    assert statuses == [201] * 5 + [429]
+
+
+def test_bs_13_33_promotion_dedup_holds_across_workers(pair: Pair) -> None:
+    pair.a.agent("agent-1")
+    _share_owners(pair)
+    first = pair.a.promote("agent-1", "m.md", "the same bytes")
+    again = pair.b.client.post("/v1/messages", json={"source": pair.a.uri("agent-1", "m.md")})
+    assert first.status_code == 201
+    assert again.status_code == 409
+    assert again.json()["error"]["filename"] == first.json()["filename"]
+
+
+def test_bs_13_33_more_than_one_worker_needs_a_bus(tmp_path: Path) -> None:
+    env = {
+        "ORG": ORG,
+        "COLLAB_SLUG": "chal",
+        "AUDIT_BUCKET": "acme-admin/chal-audit",
+        "BUCKETSYNC_DATA_DIR": str(tmp_path / "data"),
+    }
+    result = CliRunner().invoke(cli_app, ["serve", "--workers", "2"], env=env)
+    assert result.exit_code == 2
+    assert "BUCKETSYNC_BUS_URL" in result.output and "wake" in result.output
