@@ -17,6 +17,10 @@ users_app = typer.Typer(
 app.add_typer(users_app, name="users")
 
 
+# Parked long-polls would otherwise hold a shutdown for up to LONGPOLL_MAX_WAIT_S.
+SHUTDOWN_GRACE_S = 5
+
+
 def _settings() -> BucketSyncSettings:
     try:
         return load_settings()
@@ -52,7 +56,14 @@ def serve(
         err=True,
     )
     if workers == 1:
-        uvicorn.run(application, host=host, port=port, log_level="info", workers=1)
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level="info",
+            workers=1,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
     else:
         # Each worker builds its own app from the environment; they share Redis.
         uvicorn.run(
@@ -62,6 +73,7 @@ def serve(
             port=port,
             log_level="info",
             workers=workers,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
 
 

@@ -6,6 +6,7 @@ Watched reads are `async`: the read model runs in the threadpool, the park on th
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -73,7 +74,25 @@ async def watched(
     def check() -> Awaitable[dict[str, Any]]:
         return run_in_threadpool(read)
 
-    return await longpoll.watch(owner=owner, keys=keys, wait_s=wait, check=check)
+    watch = asyncio.create_task(longpoll.watch(owner=owner, keys=keys, wait_s=wait, check=check))
+    gone = asyncio.create_task(_disconnected(request))
+    try:
+        await asyncio.wait({watch, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not watch.done():
+            # The client left: free its slot now rather than at the end of its budget.
+            watch.cancel()
+    if watch.cancelled():
+        return {"count": 0, "matched": 0, "items": [], "next": None, "cursor": None}
+    return watch.result()
+
+
+async def _disconnected(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 @router.get("/inbox/{handle}")
