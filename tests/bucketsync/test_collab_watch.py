@@ -254,3 +254,12 @@ def test_bs_13_35_updates_stream_delivers_channel_posts_at_notify_all(server: Se
     assert watcher.returncode == 0, err
     (item,) = json.loads(out)["items"]
     assert item["filename"] == sent and item["reasons"] == ["channel:ideas"]
+
+
+def test_bs_13_11_a_client_that_hangs_up_frees_its_waiter_slot(server: Server) -> None:
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.get(f"{server.base}/v1/inbox/agent-2?wait=30", timeout=0.5)
+    deadline = time.monotonic() + 5
+    while server.world.client.get("/v1/healthz").json()["longpoll"]["waiters"] != 0:
+        assert time.monotonic() < deadline, "the abandoned waiter kept its slot"
+        time.sleep(0.05)
