@@ -338,3 +338,13 @@ def test_bs_13_31_watching_lists_every_handle_with_counters(pair: LiveWorld) -> 
     assert body["longpoll"]["waiters"] == 1
     pair.timer.advance(30)
     parked.result(timeout=5)
+
+
+def test_bs_13_41_non_goals_no_push_transports_and_no_wait_above_55(pair: LiveWorld) -> None:
+    from starlette.routing import WebSocketRoute
+
+    app = pair.client.app
+    assert not any(isinstance(route, WebSocketRoute) for route in app.routes)  # type: ignore[attr-defined]
+    paths = {e["path"] for e in pair.client.get("/v1").json()["endpoints"]}
+    assert not any(word in p for p in paths for word in ("sse", "events", "webhook", "ws"))
+    assert pair.hub.longpoll is not None and pair.hub.longpoll.clamp(3600) == 55.0
