@@ -5,6 +5,7 @@ raw-message limit holds across both."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -116,3 +117,81 @@ def test_bs_13_33_two_serve_processes_share_wakes_and_limits(
     statuses = [(a if i % 2 else b).raw("agent-1", f"n{i}").status_code for i in range(5)]
     # One message was already sent above: 5/min across both workers.
     assert statuses == [201, 201, 201, 201, 429]
+
+
+def test_done_when_two_exec_watchers_on_two_workers_hear_each_other(
+    two_workers: tuple[HttpWorld, HttpWorld], tmp_path: Path
+) -> None:
+    """The issue's acceptance: two agents running `collab_watch.sh --exec` receive each
+    other's mentions, channel posts at notify: all and broadcasts, across two workers."""
+    a, b = two_workers
+    a.agent("agent-1")
+    a.agent("agent-2")
+    a.user("boss", role="admin")
+    a.client.post(
+        "/v1/channels",
+        json={"name": "ideas", "agent_id": "human-boss", "body": "ideas"},
+        headers=a.auth("boss"),
+    )
+    for agent in ("agent-1", "agent-2"):
+        a.put(agent, "sub.md", "s")
+        a.client.post(
+            "/v1/channels/ideas/subscribe",
+            json={"source": a.uri(agent, "sub.md"), "notify": "all"},
+        )
+    script = Path(SRC) / "agenthub/bucketsync/clients/collab_watch.sh"
+    watchers = []
+    received = {}
+    for agent, world in (("agent-1", a), ("agent-2", b)):
+        received[agent] = tmp_path / f"{agent}.pages"
+        env = {
+            **os.environ,
+            "COLLAB_WATCH_STATE": str(tmp_path / f"state-{agent}"),
+            "COLLAB_WATCH_WAIT": "20",
+        }
+        base = str(world.client.base_url).rstrip("/")
+        watchers.append(
+            subprocess.Popen(
+                [
+                    "sh",
+                    str(script),
+                    "--exec",
+                    f"cat >> {received[agent]}; echo >> {received[agent]}",
+                    base,
+                    agent,
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    try:
+        deadline = time.monotonic() + 15
+        while sum(w.client.get("/v1/healthz").json()["longpoll"]["parked"] for w in (a, b)) < 2:
+            assert time.monotonic() < deadline, "the watchers never parked"
+            time.sleep(0.05)
+        to_2 = a.raw("agent-1", "@agent-2 over to you").json()["filename"]
+        to_1 = b.raw("agent-2", "@agent-1 back to you").json()["filename"]
+        room = a.raw("agent-1", "room news", channel="ideas").json()["filename"]
+        shout = b.client.post(
+            "/v1/messages",
+            json={"agent_id": "human-boss", "body": "all hands", "broadcast": True},
+            headers=b.auth("boss"),
+        ).json()["filename"]
+        expected = {"agent-1": {to_1, shout}, "agent-2": {to_2, room, shout}}
+        deadline = time.monotonic() + 20
+        while True:
+            got = {
+                agent: set(re.findall(r'"filename":"([^"]+)"', path.read_text()))
+                if path.exists()
+                else set()
+                for agent, path in received.items()
+            }
+            if all(expected[agent] <= got[agent] for agent in expected):
+                break
+            assert time.monotonic() < deadline, f"missing deliveries: {expected} vs {got}"
+            time.sleep(0.05)
+    finally:
+        for watcher in watchers:
+            watcher.terminate()
+            watcher.wait(timeout=10)

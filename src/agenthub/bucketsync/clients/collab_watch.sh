@@ -88,16 +88,29 @@ STATE=${COLLAB_WATCH_STATE:-${COLLAB_WATCH_DIR:-$HOME/.collab-watch}/$HOST/$HAND
 mkdir -p "$STATE" || die "cannot create $STATE"
 CURSOR_FILE="$STATE/cursor.$STREAM"
 TMP="$STATE/.page.$$"
-trap 'rm -f "$TMP" "$TMP.h"' EXIT
+trap 'rm -f "$TMP" "$TMP.h" "$TMP.code"' EXIT
 
 now() { date +%s; }
 iso_now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
 # GET $1 into $TMP; sets HTTP (000 when the connection failed).
+# curl runs in the background and we `wait` for it, so a TERM/INT trap fires at once
+# instead of after a parked request's full budget.
+CURL_PID=
 fetch() {
-    HTTP=$(curl -sS -o "$TMP" -w '%{http_code}' --max-time "$2" "$BASE$1" 2>"$TMP.h") || HTTP=000
-    [ -n "$HTTP" ] || HTTP=000
+    curl -sS -o "$TMP" -w '%{http_code}' --max-time "$2" "$BASE$1" >"$TMP.code" 2>"$TMP.h" &
+    CURL_PID=$!
+    wait "$CURL_PID" || :
+    CURL_PID=
+    HTTP=$(cat "$TMP.code" 2>/dev/null)
+    case "$HTTP" in ''|000) HTTP=000 ;; esac
 }
+stop() {
+    [ -n "$CURL_PID" ] && kill "$CURL_PID" 2>/dev/null
+    exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
 
 # The server's top-level cursor: the LAST "cursor": key of the compact response (items come
 # before it, and frontmatter keys cannot be named cursor). Prints nothing for null.
@@ -186,8 +199,7 @@ take_lock() {
         rm -rf "$STATE/lock"  # stale: its owner is gone
     done
     echo $$ > "$STATE/lock/pid"
-    trap 'rm -f "$TMP" "$TMP.h"; rm -rf "$STATE/lock"' EXIT
-    trap 'exit 130' INT TERM
+    trap 'rm -f "$TMP" "$TMP.h" "$TMP.code"; rm -rf "$STATE/lock"' EXIT
 }
 take_lock
 
