@@ -120,6 +120,7 @@ class Waiters:
         self.arrivals: dict[str, list[tuple[float, list[str]]]] = {h: [] for h in handles}
         self.events: dict[str, asyncio.Event] = {h: asyncio.Event() for h in handles}
         self.tasks: list[asyncio.Task[None]] = []
+        self.retries = 0
 
     async def start(self) -> None:
         for index, handle in enumerate(self.handles):
@@ -134,7 +135,12 @@ class Waiters:
             params = {"wait": "55", "order": "asc"}
             if cursor:
                 params["after"] = cursor
-            response = await self.client.get(url, params=params)
+            try:
+                response = await self.client.get(url, params=params)
+            except httpx.TransportError:
+                # A pooled keep-alive connection the server closed; a real client retries.
+                self.retries += 1
+                continue
             page = response.json()
             if page["items"]:
                 self.arrivals[handle].append((time.perf_counter(), list(page["items"])))
@@ -232,11 +238,13 @@ async def scenario(
                     )
                     await parked(client, bases, waiters)
                 await pool.stop()
+                retries = pool.retries
     print(f"\n== {label}: {workers} worker(s), {waiters} parked waiters")
     print(f"  mention wake (from POST return):   {summary(mention_ms)}")
     print(f"  mention wake (from POST send):     {summary(mention_send_ms)}")
     print(f"  broadcast wake (from POST return): {summary(broadcast_ms)}")
     print(f"  server RSS per parked waiter:      {per_waiter:.1f} KiB")
+    print(f"  client reconnects (closed keep-alive connections): {retries}")
 
 
 async def main() -> None:

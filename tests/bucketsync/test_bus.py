@@ -106,3 +106,22 @@ def test_bs_13_33_more_than_one_worker_needs_a_bus(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli_app, ["serve", "--workers", "2"], env=env)
     assert result.exit_code == 2
     assert "BUCKETSYNC_BUS_URL" in result.output and "wake" in result.output
+
+
+def test_bs_13_33_an_unreachable_bus_fails_start_up_loudly(tmp_path: Path) -> None:
+    from agenthub.bucketsync.errors import StorageUnavailable
+
+    settings = make_settings(tmp_path / "data", BUCKETSYNC_BUS_URL="redis://127.0.0.1:1/0")
+    with pytest.raises(StorageUnavailable) as failure, TestClient(create_app(settings)):
+        pass
+    assert "BUCKETSYNC_BUS_URL" in failure.value.message
+    assert failure.value.hint is not None and "unset" in failure.value.hint
+
+
+def test_bs_13_33_rate_limited_across_workers_carries_retry_after(pair: Pair) -> None:
+    pair.a.agent("agent-1")
+    for i in range(5):
+        assert pair.a.raw("agent-1", f"n{i}").status_code == 201
+    refused = pair.b.raw("agent-1", "one too many")
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
