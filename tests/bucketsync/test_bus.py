@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.cli import app as cli_app
 from agenthub.bucketsync.identity import LocalIdentity
 from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
 from tests.bucketsync.live_support import wait_for
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
@@ -35,6 +37,7 @@ class Pair:
 def pair(tmp_path: Path) -> Iterator[Pair]:
     url = require_redis()
     prefix = unique_prefix()
+    clock = FrozenClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
     settings = make_settings(
         tmp_path / "data", BUCKETSYNC_BUS_URL=url, BUCKETSYNC_BUS_PREFIX=prefix
     )
@@ -42,7 +45,12 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     clients = []
     for _ in range(2):
         identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-        app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
+        app = create_app(
+            settings,
+            store=LocalBucketStore(settings.data_dir),
+            identity=identity,
+            clock=clock,  # one frozen instant: both workers stamp the same millisecond
+        )
         client = TestClient(app)
         client.__enter__()
         clients.append(client)
@@ -125,3 +133,27 @@ def test_bs_13_33_rate_limited_across_workers_carries_retry_after(pair: Pair) ->
     refused = pair.b.raw("agent-1", "one too many")
     assert refused.status_code == 429
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
+
+
+def test_bs_12_13_two_workers_never_issue_one_author_the_same_stamp() -> None:
+    import redis
+
+    from agenthub.bucketsync.redisstate import RedisStampClaims
+    from agenthub.bucketsync.stamps import StampIssuer
+
+    url = require_redis()
+    prefix = unique_prefix()
+    clock = FrozenClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
+    try:
+        alone = [StampIssuer(clock), StampIssuer(clock)]
+        # Without a shared claim, two processes in one millisecond collide (the broken case).
+        assert alone[0].issue("agent-1") == alone[1].issue("agent-1")
+        claims = RedisStampClaims(redis.Redis.from_url(url), prefix)
+        workers = [StampIssuer(clock), StampIssuer(clock)]
+        for issuer in workers:
+            issuer.shared_claim = claims.claim
+        stamps = [issuer.issue("agent-1") for issuer in workers]
+        assert stamps[0] != stamps[1]
+        assert workers[0].issue("agent-2") != workers[1].issue("agent-2")
+    finally:
+        drop_prefix(url, prefix)

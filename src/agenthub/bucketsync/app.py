@@ -121,12 +121,14 @@ def share_state_through(hub: Hub, bus: RedisBus) -> None:
     from limits.storage import RedisStorage
 
     from agenthub.bucketsync.context import Limiters
-    from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter
+    from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter, RedisStampClaims
 
     prefix = hub.settings.bus_key_prefix
     storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")
     hub.limiters = Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage))
-    hub.dedup = RedisDedup(redis.Redis.from_url(bus.url, socket_timeout=5), prefix)
+    client = redis.Redis.from_url(bus.url, socket_timeout=5)
+    hub.dedup = RedisDedup(client, prefix)
+    hub.stamps.shared_claim = RedisStampClaims(client, prefix).claim
     hub.folder_listeners.append(bus.folders_changed)
 
     def invalidate(folders: frozenset[str]) -> None:

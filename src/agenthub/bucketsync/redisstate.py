@@ -109,3 +109,22 @@ class RedisDedup:
     def _release(self, key: str) -> None:
         with contextlib.suppress(redis.RedisError):  # else it expires after _PENDING_TTL_S
             self._client.delete(key)
+
+
+class RedisStampClaims:
+    """Per-author stamps unique across workers: `SET NX` on (author, stamp), kept long
+    enough to outlive any listing-cache lag (BS-12.13)."""
+
+    TTL_S = 600
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = f"{prefix}stamp:"
+
+    def claim(self, author: str, stamp: str) -> bool:
+        try:
+            return bool(
+                self._client.set(f"{self._prefix}{author}:{stamp}", "1", nx=True, ex=self.TTL_S)
+            )
+        except redis.RedisError as exc:
+            raise _unavailable(exc) from exc
