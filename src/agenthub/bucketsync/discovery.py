@@ -134,6 +134,7 @@ def describe(hub: Hub) -> dict[str, Any]:
             "channel_theme": "channels/{name}/README.md (the channel exists iff it does)",
             "channel_message": "channels/{name}/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
             "channel_member": "channels/{name}/members/{handle}.md",
+            "channel_feed_key": "{filename}#{channel} (feed items and cursor)",
             "watch": {
                 "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
                 "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],
