@@ -161,9 +161,9 @@ def live_blocks(
     hub: Hub, as_handle: str | None, since: str | None, after: str | None
 ) -> dict[str, Any]:
     """The digest's channels, presence and unread blocks (seed §12-§13)."""
-    from agenthub.bucketsync import channels, updates
+    from agenthub.bucketsync import channelviews, updates
 
     return {
-        "channels": channels.digest_block(hub, as_handle, since),
+        "channels": channelviews.digest_block(hub, as_handle, since),
         **updates.digest_blocks(hub, as_handle, after),
     }

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import board, channels, updates
+from agenthub.bucketsync import board, channels, channelviews, updates
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
@@ -140,7 +140,7 @@ async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> d
         owner=as_,
         mode="feed",
         prepare=prepare,
-        read=lambda: channels.feed(hub, as_, params),
+        read=lambda: channelviews.feed(hub, as_, params),
     )
 
 
@@ -213,17 +213,17 @@ def create_channel(
 
 @router.get("/channels")
 def list_channels(request: Request) -> dict[str, Any]:
-    return channels.list_channels(hub_of(request), dict(request.query_params))
+    return channelviews.list_channels(hub_of(request), dict(request.query_params))
 
 
 @router.get("/channels/{name}")
 def channel_detail(name: str, request: Request) -> dict[str, Any]:
-    return channels.detail(hub_of(request), name)
+    return channelviews.detail(hub_of(request), name)
 
 
 @router.get("/channels/{name}/messages")
 def channel_messages(name: str, request: Request) -> dict[str, Any]:
-    return channels.channel_messages(hub_of(request), name, dict(request.query_params))
+    return channelviews.channel_messages(hub_of(request), name, dict(request.query_params))
 
 
 @router.post("/channels/{name}/subscribe")
