@@ -1,8 +1,8 @@
 """Channels (seed §12): themed rooms at `channels/{name}/` — a README (the channel exists iff
 it does), one member marker per subscriber, and stamped messages.
 
-Everything read here derives from ONE recursive `channels/` listing (no roster file);
-posting lives in `messages.py` (`channel` on `POST /v1/messages`).
+Everything here derives from ONE recursive `channels/` listing (no roster file). Reads
+are in `channelviews.py`; posting is in `messages.py` (`channel` on `POST /v1/messages`).
 """
 
 from __future__ import annotations
