@@ -157,3 +157,38 @@ def test_bs_12_13_two_workers_never_issue_one_author_the_same_stamp() -> None:
         assert workers[0].issue("agent-2") != workers[1].issue("agent-2")
     finally:
         drop_prefix(url, prefix)
+
+
+def _contend(make: Any) -> None:
+    """Worker 1 holds the lock; worker 2 cannot get it until worker 1 lets go."""
+    from agenthub.bucketsync.errors import StorageUnavailable
+
+    first, second = make(), make()
+    with first.hold("job-quota"):
+        with pytest.raises(StorageUnavailable) as busy, second.hold("job-quota", wait_s=0.2):
+            pass
+        assert "busy" in busy.value.message
+        with second.hold("other", wait_s=0.2):
+            pass  # other names are independent
+    with second.hold("job-quota", wait_s=0.2):
+        pass
+
+
+def test_bs_13_33_the_quota_lock_is_exclusive_across_workers() -> None:
+    import redis
+
+    from agenthub.bucketsync.locks import RedisLocks
+
+    url = require_redis()
+    prefix = unique_prefix()
+    try:
+        _contend(lambda: RedisLocks(redis.Redis.from_url(url), prefix))
+    finally:
+        drop_prefix(url, prefix)
+
+
+def test_bs_13_33_the_in_process_lock_serializes_threads() -> None:
+    from agenthub.bucketsync.locks import LocalLocks
+
+    shared = LocalLocks()
+    _contend(lambda: shared)

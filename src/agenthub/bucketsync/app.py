@@ -115,12 +115,13 @@ def install_longpoll(hub: Hub, timer: Timer) -> None:
 
 
 def share_state_through(hub: Hub, bus: RedisBus) -> None:
-    """Many workers: limiters and dedup move to Redis; writes invalidate other workers'
-    read-model folders (bucketsync.md, "Scaling out")."""
+    """Many workers: limiters, dedup, stamps and locks move to Redis; writes invalidate
+    other workers' read-model folders (bucketsync.md, "Scaling out")."""
     import redis
     from limits.storage import RedisStorage
 
     from agenthub.bucketsync.context import Limiters
+    from agenthub.bucketsync.locks import RedisLocks
     from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter, RedisStampClaims
 
     prefix = hub.settings.bus_key_prefix
@@ -129,6 +130,7 @@ def share_state_through(hub: Hub, bus: RedisBus) -> None:
     client = redis.Redis.from_url(bus.url, socket_timeout=5)
     hub.dedup = RedisDedup(client, prefix)
     hub.stamps.shared_claim = RedisStampClaims(client, prefix).claim
+    hub.locks = RedisLocks(client, prefix)
     hub.folder_listeners.append(bus.folders_changed)
 
     def invalidate(folders: frozenset[str]) -> None:

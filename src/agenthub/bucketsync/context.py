@@ -12,6 +12,7 @@ from agenthub.bucketsync.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity import Identity
 from agenthub.bucketsync.limiter import CompoundLimiter, Rate, RateLimiter
+from agenthub.bucketsync.locks import LocalLocks, Locks
 from agenthub.bucketsync.longpoll import LongPoll
 from agenthub.bucketsync.naming import SourceRef, parse_source
 from agenthub.bucketsync.notify import InProcessNotifier, Notifier
@@ -68,6 +69,7 @@ class Hub:
     notifier: Notifier | None = field(default_factory=InProcessNotifier)
     repairs_pending: int = 0
     longpoll: LongPoll | None = None
+    locks: Locks = field(default_factory=LocalLocks)  # e.g. the job-quota sequence
     # Told which read-model folders a write touched (the Redis bus tells other workers).
     folder_listeners: list[Callable[[frozenset[str]], None]] = field(default_factory=list)
 
