@@ -192,3 +192,41 @@ def test_bs_13_33_the_in_process_lock_serializes_threads() -> None:
 
     shared = LocalLocks()
     _contend(lambda: shared)
+
+
+def test_bs_13_33_an_invalidation_during_a_listing_is_not_lost(tmp_path: Path) -> None:
+    """Another worker's write announced while this worker is mid-listing must still force
+    the next read to re-list (the listing may predate the write)."""
+    import threading
+    import time
+
+    from agenthub.bucketsync.readmodel import ReadModel
+
+    store = LocalBucketStore(tmp_path / "data")
+    store.create("acme/chal-main-bucket", creator="bucket-sync")
+    listing_started, release = threading.Event(), threading.Event()
+    original = store.list
+
+    def slow_list(bucket: str, prefix: str, recursive: bool = False) -> Any:
+        listed = original(bucket, prefix, recursive=recursive)
+        listing_started.set()
+        release.wait(5)
+        return listed
+
+    store.list = slow_list  # type: ignore[method-assign]
+    model = ReadModel(
+        store, "acme/chal-main-bucket", FrozenClock(), ttl_s=30, content_cache_max_bytes=1 << 20
+    )
+    reader = threading.Thread(target=model.entries, args=("message_board/",))
+    reader.start()
+    assert listing_started.wait(5)
+    started = time.monotonic()
+    model.invalidate("message_board/")  # must not block on the listing in progress
+    assert time.monotonic() - started < 1.0
+    release.set()
+    reader.join(5)
+    before = model.listings
+    model.entries("message_board/")
+    assert model.listings == before + 1
+    model.entries("message_board/")
+    assert model.listings == before + 1  # and only once

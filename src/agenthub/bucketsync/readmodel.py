@@ -64,6 +64,7 @@ class _Folder:
     loaded_at: float = float("-inf")
     version: int = 0
     overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
+    stale: bool = False  # another worker wrote here (set without the lock, see invalidate)
     derived: dict[str, tuple[int, Any]] = field(default_factory=dict)
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
@@ -141,12 +142,22 @@ class ReadModel:
         """The folder's files by path, from the listing cache (refreshed once per TTL)."""
         state = self._folder(folder)
         entries = state.entries
-        if entries is not None and self._clock.monotonic() - state.loaded_at < self._ttl:
+        if (
+            entries is not None
+            and not state.stale
+            and self._clock.monotonic() - state.loaded_at < self._ttl
+        ):
             return entries
         with state.lock:
             # Single flight: whoever waited on the lock finds the fresh listing.
-            if state.entries is not None and self._clock.monotonic() - state.loaded_at < self._ttl:
+            if (
+                state.entries is not None
+                and not state.stale
+                and self._clock.monotonic() - state.loaded_at < self._ttl
+            ):
                 return state.entries
+            # Cleared before listing: an invalidation landing mid-listing survives it.
+            state.stale = False
             started = self._clock.monotonic()
             listed = self._store.list(self._bucket, folder, recursive=True)
             self.listings += 1
@@ -260,11 +271,9 @@ class ReadModel:
 
     def invalidate(self, folder: str) -> None:
         """Re-list `folder` on its next read: another worker wrote to it (Redis bus)."""
-        state = self._folders.get(folder)
-        if state is None:
-            state = self._folders.setdefault(folder, _Folder())
-        with state.lock:
-            state.loaded_at = float("-inf")
+        # No lock: this runs on the event loop (the bus listener) and must not wait for a
+        # listing in progress on another thread.
+        self._folders.setdefault(folder, _Folder()).stale = True
 
     @staticmethod
     def _record(entry: FileEntry, document: Document) -> Record:
