@@ -230,3 +230,43 @@ def test_bs_13_33_an_invalidation_during_a_listing_is_not_lost(tmp_path: Path) -
     assert model.listings == before + 1
     model.entries("message_board/")
     assert model.listings == before + 1  # and only once
+
+
+def test_bs_13_33_readers_during_a_post_invalidation_relisting_never_get_the_old_listing(
+    tmp_path: Path,
+) -> None:
+    """The lost cross-worker wake found by the benchmark: while one thread re-lists after an
+    invalidation, another thread's read must wait for that listing, not reuse the old one."""
+    import threading
+    import time
+
+    from agenthub.bucketsync.readmodel import ReadModel
+    from agenthub.bucketsync.storage import Batch
+
+    bucket = "acme/chal-main-bucket"
+    store = LocalBucketStore(tmp_path / "data")
+    store.create(bucket, creator="bucket-sync")
+    model = ReadModel(store, bucket, FrozenClock(), ttl_s=30, content_cache_max_bytes=1 << 20)
+    assert model.entries("broadcasts/") == {}
+    store.write_batch(bucket, Batch(adds=[("broadcasts/20260301-120000-000_x.md", b"hi")]))
+    model.invalidate("broadcasts/")  # worker A's folder-changed event
+
+    listing, release = threading.Event(), threading.Event()
+    original = store.list
+
+    def slow_list(bucket: str, prefix: str, recursive: bool = False) -> Any:
+        listed = original(bucket, prefix, recursive=recursive)
+        listing.set()
+        release.wait(5)
+        return listed
+
+    store.list = slow_list  # type: ignore[method-assign]
+    first = ThreadPoolExecutor(max_workers=2)
+    relisting = first.submit(model.entries, "broadcasts/")
+    assert listing.wait(5)
+    racing = first.submit(model.entries, "broadcasts/")
+    time.sleep(0.3)  # every chance for a wrong fast path to answer with the old listing
+    release.set()
+    assert "broadcasts/20260301-120000-000_x.md" in racing.result(timeout=5)
+    assert "broadcasts/20260301-120000-000_x.md" in relisting.result(timeout=5)
+    first.shutdown()

@@ -295,6 +295,24 @@ class LongPoll:
     def clamp(self, wait_s: float) -> float:
         return min(max(0.0, wait_s), self.max_wait_s)
 
+    async def read(
+        self,
+        *,
+        owner: str,
+        mode: str,
+        wait_s: float,
+        prepare: Callable[[], Awaitable[list[str]]],
+        check: Callable[[], Awaitable[Page]],
+    ) -> Page:
+        """A read that may park. `wait_s <= 0` is a plain poll (`watch: null`); otherwise
+        `prepare()` validates the handle and returns the wake keys BEFORE any slot or
+        presence stamp is given (fabricated handles cannot fill the registry)."""
+        if wait_s <= 0:
+            return {**(await check()), "watch": None}
+        keys = await prepare()
+        self.registry.stamp_presence(owner, mode)
+        return await self.watch(owner=owner, keys=keys, wait_s=wait_s, check=check)
+
     async def watch(
         self,
         *,

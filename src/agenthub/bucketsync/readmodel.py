@@ -64,7 +64,10 @@ class _Folder:
     loaded_at: float = float("-inf")
     version: int = 0
     overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
-    stale: bool = False  # another worker wrote here (set without the lock, see invalidate)
+    # Bumped by `invalidate` (another worker wrote here); a listing is current only if it
+    # started after the latest bump. Written only by the event loop, read without the lock.
+    invalidations: int = 0
+    listed_at_invalidation: int = 0
     derived: dict[str, tuple[int, Any]] = field(default_factory=dict)
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
@@ -142,22 +145,14 @@ class ReadModel:
         """The folder's files by path, from the listing cache (refreshed once per TTL)."""
         state = self._folder(folder)
         entries = state.entries
-        if (
-            entries is not None
-            and not state.stale
-            and self._clock.monotonic() - state.loaded_at < self._ttl
-        ):
+        if self._current(state) and entries is not None:
             return entries
         with state.lock:
             # Single flight: whoever waited on the lock finds the fresh listing.
-            if (
-                state.entries is not None
-                and not state.stale
-                and self._clock.monotonic() - state.loaded_at < self._ttl
-            ):
+            if self._current(state) and state.entries is not None:
                 return state.entries
-            # Cleared before listing: an invalidation landing mid-listing survives it.
-            state.stale = False
+            # Taken before listing: an invalidation landing mid-listing forces another.
+            generation = state.invalidations
             started = self._clock.monotonic()
             listed = self._store.list(self._bucket, folder, recursive=True)
             self.listings += 1
@@ -172,8 +167,15 @@ class ReadModel:
                     fresh[path] = entry
             state.entries = fresh
             state.loaded_at = started
+            state.listed_at_invalidation = generation
             state.version += 1
             return fresh
+
+    def _current(self, state: _Folder) -> bool:
+        return (
+            state.listed_at_invalidation == state.invalidations
+            and self._clock.monotonic() - state.loaded_at < self._ttl
+        )
 
     def version(self, folder: str) -> int:
         self.entries(folder)
@@ -273,7 +275,7 @@ class ReadModel:
         """Re-list `folder` on its next read: another worker wrote to it (Redis bus)."""
         # No lock: this runs on the event loop (the bus listener) and must not wait for a
         # listing in progress on another thread.
-        self._folders.setdefault(folder, _Folder()).stale = True
+        self._folders.setdefault(folder, _Folder()).invalidations += 1
 
     @staticmethod
     def _record(entry: FileEntry, document: Document) -> Record:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +62,20 @@ async def watched(
     """A read that may park: `prepare()` validates the handle (404 before any slot or
     presence stamp) and returns the wake keys; `read()` is the plain poll."""
     hub = hub_of(request)
-    params = dict(request.query_params)
-    wait = parse_wait(hub, params)
-    if wait <= 0:
-        return {**(await run_in_threadpool(read)), "watch": None}
-    keys = await run_in_threadpool(prepare)
+    wait = parse_wait(hub, dict(request.query_params))
     longpoll = hub.longpoll
     assert longpoll is not None
-    longpoll.registry.stamp_presence(owner, mode)
 
-    def check() -> Awaitable[dict[str, Any]]:
-        return run_in_threadpool(read)
+    async def keys() -> list[str]:
+        return await run_in_threadpool(prepare)
 
-    watch = asyncio.create_task(longpoll.watch(owner=owner, keys=keys, wait_s=wait, check=check))
+    async def check() -> dict[str, Any]:
+        return await run_in_threadpool(read)
+
+    work = longpoll.read(owner=owner, mode=mode, wait_s=wait, prepare=keys, check=check)
+    if wait <= 0:
+        return await work
+    watch = asyncio.create_task(work)
     gone = asyncio.create_task(_disconnected(request))
     try:
         await asyncio.wait({watch, gone}, return_when=asyncio.FIRST_COMPLETED)
