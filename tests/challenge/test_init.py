@@ -161,7 +161,9 @@ def test_missing_harness_directory_is_named(tmp_path: Path) -> None:
     data = yaml.safe_load(CHALLENGE)
     data["jobs"] = {"harness_dir": "no-such-dir"}
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ChallengeError, match=r"jobs\.harness_dir: .*no-such-dir is not a directory"):
+    with pytest.raises(
+        ChallengeError, match=r"jobs\.harness_dir: .*no-such-dir is not a directory"
+    ):
         load(path)
 
 

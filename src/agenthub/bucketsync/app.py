@@ -5,21 +5,26 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from agenthub.bucketsync.api import errors, local, routes
+from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.context import Hub, build_hub
 from agenthub.bucketsync.identity import Identity, LocalIdentity
 from agenthub.bucketsync.jobrunner import JobRunner
 from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.notify import Notifier
 from agenthub.bucketsync.quota import QuotaLock
 from agenthub.bucketsync.scoring import build_scoring
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.bucketsync.storage import BucketStore
 from agenthub.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from agenthub.bucketsync.bus import RedisBus
 
 log = logging.getLogger("agenthub.bucketsync")
 
@@ -48,35 +53,102 @@ def create_app(
     notifier: Notifier | None = None,
     job_runner: JobRunner | None = None,
     quota_lock: QuotaLock | None = None,
+    timer: Timer | None = None,
 ) -> FastAPI:
     if store is None or identity is None:
         default_store, default_identity = default_adapters(settings)
         store = store or default_store
         identity = identity or default_identity
-    hub = build_hub(settings, store, identity, clock or SystemClock(), notifier=notifier)
+    clock = clock or SystemClock()
+    bus = None
+    if settings.bus_url and notifier is None:
+        from agenthub.bucketsync.bus import RedisBus
+
+        bus = RedisBus(settings.bus_url, settings.bus_key_prefix)
+        notifier = bus
+    hub = build_hub(settings, store, identity, clock, notifier=notifier)
     scoring = (
         build_scoring(hub, runner=job_runner, quota_lock=quota_lock)
         if settings.jobs_enabled
         else None
     )
+    install_longpoll(hub, timer or LoopTimer())
+    if bus is not None:
+        share_state_through(hub, bus)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         prepare_buckets(hub)
-        yield
-        if scoring is not None:
-            scoring.shutdown()
+        if bus is not None:
+            bus.check()
+            await bus.start()
+        try:
+            yield
+        finally:
+            if scoring is not None:
+                scoring.shutdown()
+            if bus is not None:
+                await bus.stop()
 
     app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan)
     app.state.hub = hub
     app.state.scoring = scoring
     errors.install(app)
     app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
+    app.include_router(live.router)
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
     if settings.storage == "local":
         app.include_router(local.router)
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
+    from agenthub.bucketsync.settings import load_settings
+
+    return create_app(load_settings())
+
+
+def install_longpoll(hub: Hub, timer: Timer) -> None:
+    """The waiter registry, fed by the notifier (seed §13)."""
+    s = hub.settings
+    registry = WaiterRegistry(
+        hub.clock,
+        max_per_owner=s.longpoll_max_waiters_per_owner,
+        max_total=s.longpoll_max_waiters_total,
+        spread_threshold=s.longpoll_wake_spread_threshold,
+        spread_s=s.longpoll_wake_spread_s,
+    )
+    hub.longpoll = LongPoll(registry, timer, hub.clock, max_wait_s=s.longpoll_max_wait_s)
+    if hub.notifier is not None:
+        hub.notifier.subscribe(registry.deliver)
+
+
+def share_state_through(hub: Hub, bus: RedisBus) -> None:
+    """Many workers: limiters, dedup, stamps and locks move to Redis; writes invalidate
+    other workers' read-model folders (bucketsync.md, "Scaling out")."""
+    import redis
+    from limits.storage import RedisStorage
+
+    from agenthub.bucketsync.context import Limiters
+    from agenthub.bucketsync.locks import RedisLocks
+    from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter, RedisStampClaims
+
+    prefix = hub.settings.bus_key_prefix
+    storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")
+    hub.limiters = Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage))
+    client = redis.Redis.from_url(bus.url, socket_timeout=5)
+    hub.dedup = RedisDedup(client, prefix)
+    hub.stamps.shared_claim = RedisStampClaims(client, prefix).claim
+    hub.locks = RedisLocks(client, prefix)
+    hub.folder_listeners.append(bus.folders_changed)
+
+    def invalidate(folders: frozenset[str]) -> None:
+        for folder in folders:
+            hub.read_model.invalidate(folder)
+
+    bus.on_folders_changed(invalidate)
 
 
 def prepare_buckets(hub: Hub) -> None:

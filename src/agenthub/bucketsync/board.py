@@ -23,6 +23,7 @@ def render_record(record: Record) -> dict[str, Any]:
         or (naming.stamp_to_iso(parsed[0]) if parsed else None),
         "frontmatter": record.frontmatter,
         "body": record.body,
+        "reasons": None,  # set only by /v1/updates
     }
 
 
@@ -122,9 +123,11 @@ def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
-def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, Any]:
-    """Agents, the top-10 leaderboard, recent messages and results, and (with `as`) the
-    handle's inbox."""
+def digest(
+    hub: Hub, *, as_handle: str | None, since: str | None, after: str | None = None
+) -> dict[str, Any]:
+    """Agents, the top-10 leaderboard, recent messages and results, channels, presence,
+    the one-line trace stats, and (with `as`) the handle's inbox."""
     # results/leaderboard build on this module's record rendering, hence the late import.
     from agenthub.bucketsync import leaderboard, results, traces
 
@@ -155,11 +158,24 @@ def digest(hub: Hub, *, as_handle: str | None, since: str | None) -> dict[str, A
         "leaderboard": leaderboard.leaderboard(hub, {"limit": "10"}),
         "results": _block(results.list_results(hub, {**params, "limit": "10"})),
         "inbox": inbox_block,
+        **live_blocks(hub, as_handle, since, after),
     }
     stats_line = traces.digest_line(hub)
     if stats_line is not None:  # omitted until the first trace is shared
         body["stats"] = stats_line
     return body
+
+
+def live_blocks(
+    hub: Hub, as_handle: str | None, since: str | None, after: str | None
+) -> dict[str, Any]:
+    """The digest's channels, presence and unread blocks (seed §12-§13)."""
+    from agenthub.bucketsync import channelviews, updates
+
+    return {
+        "channels": channelviews.digest_block(hub, as_handle, since),
+        **updates.digest_blocks(hub, as_handle, after),
+    }
 
 
 def _block(page: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,10 @@ users_app = typer.Typer(
 app.add_typer(users_app, name="users")
 
 
+# Parked long-polls would otherwise hold a shutdown for up to LONGPOLL_MAX_WAIT_S.
+SHUTDOWN_GRACE_S = 5
+
+
 def _settings() -> BucketSyncSettings:
     try:
         return load_settings()
@@ -30,24 +34,61 @@ def _settings() -> BucketSyncSettings:
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8200, help="TCP port."),
+    workers: int = typer.Option(
+        1, help="Worker processes; more than one needs BUCKETSYNC_BUS_URL (Redis)."
+    ),
 ) -> None:
-    """Run the bucket-sync HTTP API (one worker: limiters and caches are in-process)."""
+    """Run the bucket-sync HTTP API."""
     import uvicorn
 
     from agenthub.bucketsync.app import create_app
 
     settings = _settings()
     try:
+        check_workers(settings, workers)
         application = create_app(settings)
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
     typer.echo(
         f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
-        f"central {settings.central_bucket})",
+        f"central {settings.central_bucket}, {bus}, workers {workers})",
         err=True,
     )
-    uvicorn.run(application, host=host, port=port, log_level="info", workers=1)
+    if workers == 1:
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level="info",
+            workers=1,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
+    else:
+        # Each worker builds its own app from the environment; they share Redis.
+        uvicorn.run(
+            "agenthub.bucketsync.app:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            log_level="info",
+            workers=workers,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
+
+
+def check_workers(settings: BucketSyncSettings, workers: int) -> None:
+    """Seed §13: the notifier, limiters and dedup are in-process unless a bus is set, so a
+    second worker would silently turn every long-poll into a full timeout."""
+    if workers < 1:
+        raise SettingsError("--workers must be at least 1")
+    if workers > 1 and not settings.bus_url:
+        raise SettingsError(
+            f"--workers {workers} needs BUCKETSYNC_BUS_URL=redis://...: without a shared bus "
+            "a post handled by one worker cannot wake waiters parked on another, and rate "
+            "limits would hold per worker only; run one worker or set the bus"
+        )
 
 
 @users_app.command("add")

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agenthub.bucketsync.audit import AuditLog
-from agenthub.bucketsync.dedup import PromotionDedup
+from agenthub.bucketsync.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity import Identity
-from agenthub.bucketsync.limiter import CompoundLimiter, Rate
+from agenthub.bucketsync.limiter import CompoundLimiter, Rate, RateLimiter
+from agenthub.bucketsync.locks import LocalLocks, Locks
+from agenthub.bucketsync.longpoll import LongPoll
 from agenthub.bucketsync.naming import SourceRef, parse_source
 from agenthub.bucketsync.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.readmodel import ReadModel
@@ -33,20 +35,23 @@ class CallerInfo:
 
 @dataclass
 class Limiters:
-    source_writes: CompoundLimiter
-    raw_messages: CompoundLimiter
-    registration: CompoundLimiter
+    source_writes: RateLimiter
+    raw_messages: RateLimiter
+    registration: RateLimiter
 
     @classmethod
     def standard(cls, clock: Clock) -> Limiters:
+        return cls.build(lambda name, rates: CompoundLimiter(name, rates, clock))
+
+    @classmethod
+    def build(cls, make: Callable[[str, list[Rate]], RateLimiter]) -> Limiters:
+        """The seed §5 limits, each made by `make(name, rates)` (in-process or Redis)."""
         return cls(
             # Seed §5: "20/min burst, 60/min sustained", keyed by source bucket.
-            source_writes=CompoundLimiter(
-                "bucket-source write", [Rate(20, 60.0), Rate(60, 60.0)], clock
-            ),
+            source_writes=make("bucket-source write", [Rate(20, 60.0), Rate(60, 60.0)]),
             # 5/min and 30/hr per agent_id; the hourly bucket refills 1 token per 2 min.
-            raw_messages=CompoundLimiter("raw message", [Rate(5, 60.0), Rate(30, 3600.0)], clock),
-            registration=CompoundLimiter("registration", [Rate(3, 60.0)], clock),
+            raw_messages=make("raw message", [Rate(5, 60.0), Rate(30, 3600.0)]),
+            registration=make("registration", [Rate(3, 60.0)]),
         )
 
 
@@ -59,13 +64,17 @@ class Hub:
     read_model: ReadModel
     audit: AuditLog
     limiters: Limiters
-    dedup: PromotionDedup
+    dedup: DedupClaims
     stamps: StampIssuer
     notifier: Notifier | None = field(default_factory=InProcessNotifier)
     repairs_pending: int = 0
     # Called with each promoted result's filename after its write (the verifier's trigger);
     # listeners must return at once and never raise.
     result_listeners: list[Callable[[str], None]] = field(default_factory=list)
+    longpoll: LongPoll | None = None
+    locks: Locks = field(default_factory=LocalLocks)  # e.g. the job-quota sequence
+    # Told which read-model folders a write touched (the Redis bus tells other workers).
+    folder_listeners: list[Callable[[frozenset[str]], None]] = field(default_factory=list)
 
     @property
     def central(self) -> str:
@@ -125,7 +134,13 @@ class Hub:
             self.read_model.register_folder(folder)
             self.read_model.write_through(folder, entry, data)
             written.append(entry)
+        self.announce_folders({entry.path.split("/", 1)[0] + "/" for entry in written})
         return written
+
+    def announce_folders(self, folders: set[str]) -> None:
+        if folders:
+            for listener in self.folder_listeners:
+                listener(frozenset(folders))
 
 
 def build_hub(

@@ -6,11 +6,18 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol
 
 from agenthub.bucketsync.errors import AlreadyPromoted
 
 _PENDING = ""
+
+
+class DedupClaims(Protocol):
+    """In-process (`PromotionDedup`) or shared across workers (`RedisDedup`)."""
+
+    def claim(self, data: bytes, folder: str) -> AbstractContextManager[list[str]]: ...
 
 
 class PromotionDedup:

@@ -70,6 +70,26 @@ ENDPOINTS = [
     ("GET", "/v1/traces/{agent_id}/{session}", "one shared session"),
     ("GET", "/v1/stats", "project token totals: a reported floor"),
     ("GET", "/v1/share_trace.py", "the stdlib client that writes and promotes a manifest"),
+    *[
+        ("POST", "/v1/channels", "organizers: {name, agent_id: human-<you>, body} + Bearer"),
+        ("GET", "/v1/channels", "channels, most recently active first; ?q=&limit="),
+        ("GET", "/v1/channels/{name}", "theme, members (with notify), recent messages"),
+        ("GET", "/v1/channels/{name}/messages", "a channel's messages (list grammar)"),
+        ("GET", "/v1/channels/feed", "?as=<handle>: your subscribed channels; wait= parks"),
+        (
+            "POST",
+            "/v1/channels/{name}/subscribe",
+            "{source} (agents) or {agent_id: human-<you>} + Bearer; notify: all|mentions",
+        ),
+        ("POST", "/v1/channels/{name}/unsubscribe", "same auth as subscribe; idempotent"),
+        (
+            "GET",
+            "/v1/updates",
+            "?as=<handle>: inbox + notify:all channels with reasons; wait=<=55 s parks",
+        ),
+        ("GET", "/v1/watching", "who is long-polling, and the waiter counters"),
+        ("GET", "/v1/watch.sh", "the collab_watch.sh client"),
+    ],
 ]
 
 JOB_ENDPOINTS = [
@@ -147,6 +167,16 @@ def describe(hub: Hub) -> dict[str, Any]:
             "your scratch bucket, an artifacts/{slug}_{agent_id}/ folder, or a jobs:run "
             "run_prefix",
             "raw_messages": "best-effort attribution; use {source} for anything load-bearing",
+            "broadcast": "broadcasts/{filename} (organizers; merged into every inbox)",
+            "channel_theme": "channels/{name}/README.md (the channel exists iff it does)",
+            "channel_message": "channels/{name}/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
+            "channel_member": "channels/{name}/members/{handle}.md",
+            "channel_feed_key": "{filename}#{channel} (feed items and cursor)",
+            "watch": {
+                "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
+                "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],
+                "cursor": "persist the response's top-level cursor verbatim",
+            },
         },
         "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
@@ -185,4 +215,12 @@ def health(hub: Hub) -> dict[str, Any]:
         },
         "writes": {"repairs_pending": hub.repairs_pending},
         "wakes": notifier.wakes if isinstance(notifier, InProcessNotifier) else None,
+        "longpoll": hub.longpoll.registry.stats() if hub.longpoll is not None else None,
+        "bus": _bus_stats(hub),
     }
+
+
+def _bus_stats(hub: Hub) -> dict[str, int] | None:
+    from agenthub.bucketsync.bus import RedisBus
+
+    return hub.notifier.stats() if isinstance(hub.notifier, RedisBus) else None

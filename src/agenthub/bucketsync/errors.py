@@ -7,14 +7,16 @@
     ├── Unauthorized                                           (401)
     ├── BucketNotOwnedByCaller, IdentityMismatch, NotOrganizer,
     │   Forbidden                                              (403)
-    ├── NotRegistered, NotFound, SourceNotFound, JobsDisabled  (404)
-    ├── AgentIdTaken, AlreadyPromoted, Conflict                (409)
+    ├── NotRegistered, NotFound, SourceNotFound, JobsDisabled,
+    │   ChannelNotFound                                        (404)
+    ├── AgentIdTaken, AlreadyPromoted, Conflict, ChannelExists (409)
     ├── BucketMissing                                          (412)
     ├── PayloadTooLarge, SyncTooLarge                          (413)
     ├── RateLimited                                            (429, Retry-After)
     ├── JobLaunchFailed                                        (502)
     ├── StorageUnavailable                                     (503, Retry-After)
-    │   └── PartialWrite: a non-transactional batch applied all but `failed` paths
+    │   ├── PartialWrite: a non-transactional batch applied all but `failed` paths
+    │   └── OrganizerCheckUnavailable: the org role lookup failed (fail-closed)
     └── QuotaBackendUnavailable                                (503, Retry-After)
 """
 
@@ -94,6 +96,10 @@ class JobsDisabled(BucketSyncError):
     code, status = "JOBS_DISABLED", 404
 
 
+class ChannelNotFound(BucketSyncError):
+    code, status = "CHANNEL_NOT_FOUND", 404
+
+
 class AgentIdTaken(BucketSyncError):
     code, status = "AGENT_ID_TAKEN", 409
 
@@ -108,6 +114,10 @@ class AlreadyPromoted(BucketSyncError):
 
 class Conflict(BucketSyncError):
     code, status = "CONFLICT", 409
+
+
+class ChannelExists(BucketSyncError):
+    code, status = "CHANNEL_EXISTS", 409
 
 
 class SyncTooLarge(BucketSyncError):
@@ -163,3 +173,10 @@ class QuotaBackendUnavailable(BucketSyncError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": "30"}
+
+
+class OrganizerCheckUnavailable(StorageUnavailable):
+    """Seed §11: an organizer-only action whose role lookup failed; retryable, never a
+    silent downgrade."""
+
+    code = "ORGANIZER_CHECK_UNAVAILABLE"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Protocol
 
 from agenthub.bucketsync.errors import RateLimited
 from agenthub.clock import Clock
@@ -19,6 +20,12 @@ class Rate:
     @property
     def per_second(self) -> float:
         return self.capacity / self.period_s
+
+
+class RateLimiter(Protocol):
+    """What the services need of a limiter: in-process (`CompoundLimiter`) or Redis."""
+
+    def acquire(self, key: str) -> None: ...
 
 
 class CompoundLimiter:

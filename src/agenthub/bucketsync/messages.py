@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from agenthub.bucketsync import frontmatter, mentions, naming
+from agenthub.bucketsync import channels, frontmatter, mentions, naming
 from agenthub.bucketsync.agents import bearer_caller, is_registered, require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BodyOrSourceRequired,
     IdentityMismatch,
+    InvalidRequest,
     NotOrganizer,
+    OrganizerCheckUnavailable,
     PayloadTooLarge,
     SourceNotFound,
     StorageUnavailable,
 )
+from agenthub.bucketsync.notify import wake_keys
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class MessageRequest:
     type: str | None = None
     refs: Any = None
     broadcast: bool = False
+    channel: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class _Draft:
     source_uri: str | None
     source_bytes: bytes | None
     broadcast: bool = False
+    channel: str | None = None
 
 
 def promote(
@@ -54,9 +59,23 @@ def promote(
             hint='{"source": "hf://buckets/ORG/SLUG-you/msg.md"} or '
             '{"agent_id": "you", "body": "text"}',
         )
+    if request.channel is not None and request.broadcast:
+        raise InvalidRequest(
+            "a message is either a broadcast or a channel post, not both",
+            hint="drop broadcast or channel",
+        )
+    if request.channel is not None:
+        channels.require_channel(hub, request.channel)
     draft = _from_source(hub, request) if has_source else _from_raw(hub, request, authorization)
+    if request.channel is not None:
+        draft = replace(draft, channel=request.channel)
     if draft.source_bytes is not None:
-        with hub.dedup.claim(draft.source_bytes, naming.MESSAGE_BOARD) as written:
+        folder = (
+            naming.MESSAGE_BOARD
+            if draft.channel is None
+            else naming.channel_message_path(draft.channel, "")
+        )
+        with hub.dedup.claim(draft.source_bytes, folder) as written:
             result = _write(hub, draft, caller_info)
             written.append(result["filename"])
             return result
@@ -121,7 +140,7 @@ def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _
                 hint=f"post as human-{caller.user.lower()}",
             )
         if request.broadcast:
-            _require_organizer(hub, caller.user, caller.email)
+            require_organizer(hub, caller.user, caller.email)
         hub.limiters.raw_messages.acquire(agent_id)
         client_fm.setdefault("type", "user")
         return _Draft(
@@ -135,11 +154,11 @@ def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _
     return _Draft(agent_id, "raw", client_fm, request.body, None, None)
 
 
-def _require_organizer(hub: Hub, user: str, email: str | None) -> None:
+def require_organizer(hub: Hub, user: str, email: str | None) -> None:
     try:
         role = hub.identity.org_role(hub.settings.org, user, email)
     except StorageUnavailable as exc:
-        raise StorageUnavailable(
+        raise OrganizerCheckUnavailable(
             "could not check organizer status; nothing was posted",
             hint="retry in a few seconds",
         ) from exc
@@ -160,12 +179,15 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
     if refs:
         fm["refs"] = refs
     entries = hub.read_model.entries(naming.MESSAGE_BOARD)
-    stamp_value = hub.stamps.issue(
-        draft.author,
-        taken=lambda s: (
-            f"{naming.MESSAGE_BOARD}{naming.message_filename(s, draft.author)}" in entries
-        ),
-    )
+    channel_entries = hub.read_model.entries(channels.CHANNELS) if draft.channel is not None else {}
+
+    def taken(s: str) -> bool:
+        name = naming.message_filename(s, draft.author)
+        if draft.channel is not None:
+            return naming.channel_message_path(draft.channel, name) in channel_entries
+        return f"{naming.MESSAGE_BOARD}{name}" in entries
+
+    stamp_value = hub.stamps.issue(draft.author, taken=taken)
     filename = naming.message_filename(stamp_value, draft.author)
     stamped = {
         "agent": draft.author,
@@ -175,6 +197,8 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
     }
     if draft.broadcast:
         stamped["broadcast"] = True
+    if draft.channel is not None:
+        stamped["channel"] = draft.channel
     data = frontmatter.render(stamped, draft.body)
     recipients = (
         []
@@ -187,12 +211,21 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
             cap=hub.settings.mention_fanout_cap,
         )
     )
-    board_path = f"{naming.MESSAGE_BOARD}{filename}"
+    board_path = (
+        f"{naming.MESSAGE_BOARD}{filename}"
+        if draft.channel is None
+        else naming.channel_message_path(draft.channel, filename)
+    )
     # Not transactional on HF: copies first and the board file last, so a half-applied batch
     # never shows a board message whose fan-out is missing (backfill-inbox heals the rest).
     adds = [(naming.inbox_path(handle, filename), data) for handle in recipients]
     if draft.broadcast:
         adds.append((naming.broadcast_path(filename), data))
+    auto_subscribed = False
+    if draft.channel is not None and not channels.is_member(hub, draft.channel, draft.author):
+        # Posting subscribes the author (seed §12), in the same batch.
+        adds.append(channels.marker(hub, draft.channel, draft.author, via="auto", notify=None))
+        auto_subscribed = True
     adds.append((board_path, data))
     hub.write_central(adds)
     hub.audit.record(
@@ -205,17 +238,20 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
         status_code=201,
         mentions_delivered=recipients,
         broadcast=draft.broadcast,
+        **({"channel": draft.channel} if draft.channel is not None else {}),
         caller_ip=caller_info.ip,
         user_agent=caller_info.user_agent,
     )
     if hub.notifier is not None:
-        hub.notifier.wake(["*"] if draft.broadcast else [f"inbox:{h}" for h in recipients])
+        hub.notifier.wake(
+            wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
+        )
     return {
         "filename": filename,
         "via": draft.via,
         "path": board_path,
         "mentions_delivered": recipients,
         "broadcast": draft.broadcast,
-        "channel": None,
-        "auto_subscribed": False,
+        "channel": draft.channel,
+        "auto_subscribed": auto_subscribed,
     }

@@ -1,8 +1,9 @@
-"""The `Notifier` seam: the write path announces each committed write here.
+"""The `Notifier` port: the write path announces each committed write here, after every
+write-through (so a woken waiter's re-check sees the record it was woken for).
 
-The long-poll registry (seed §13) and the Redis bus plug in behind this Protocol; today the
-in-process adapter records wake keys and calls any listeners, which is what the healthz
-counters and tests observe.
+Two adapters: `InProcessNotifier` (default; one worker) and `bus.RedisBus` (many workers).
+Listeners — the long-poll registry — subscribe to either. Wake keys are `inbox:{handle}`,
+`channel:{name}`, or `longpoll.WAKE_ALL` for a broadcast.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Protocol
 class Notifier(Protocol):
     def wake(self, keys: Iterable[str]) -> None:
         """Signal that something new exists for each key (e.g. `inbox:{handle}`)."""
+        ...
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+        """Call `listener(keys)` for every wake (from any thread)."""
         ...
 
 
@@ -37,3 +42,14 @@ class InProcessNotifier:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(batch)
+
+
+def wake_keys(*, broadcast: bool, recipients: Iterable[str], channel: str | None) -> list[str]:
+    """Seed §13: broadcast → everyone; channel post → the channel + recipients' inboxes;
+    mention → the inboxes; a board post with no recipients → nobody."""
+    if broadcast:
+        return ["*"]
+    keys = [f"inbox:{handle}" for handle in recipients]
+    if channel is not None:
+        keys.append(f"channel:{channel}")
+    return keys

@@ -23,7 +23,15 @@ T = TypeVar("T")
 
 # The folders the read model serves. Later features (results, channels, traces) register
 # theirs here; each is listed recursively as one unit.
-DEFAULT_FOLDERS = ("agents/", "message_board/", "inbox/", "broadcasts/", "results/", "traces/")
+DEFAULT_FOLDERS = (
+    "agents/",
+    "message_board/",
+    "inbox/",
+    "broadcasts/",
+    "results/",
+    "channels/",
+    "traces/",
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,10 @@ class _Folder:
     loaded_at: float = float("-inf")
     version: int = 0
     overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
+    # Bumped by `invalidate` (another worker wrote here); a listing is current only if it
+    # started after the latest bump. Written only by the event loop, read without the lock.
+    invalidations: int = 0
+    listed_at_invalidation: int = 0
     derived: dict[str, tuple[int, Any]] = field(default_factory=dict)
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
@@ -134,12 +146,14 @@ class ReadModel:
         """The folder's files by path, from the listing cache (refreshed once per TTL)."""
         state = self._folder(folder)
         entries = state.entries
-        if entries is not None and self._clock.monotonic() - state.loaded_at < self._ttl:
+        if self._current(state) and entries is not None:
             return entries
         with state.lock:
             # Single flight: whoever waited on the lock finds the fresh listing.
-            if state.entries is not None and self._clock.monotonic() - state.loaded_at < self._ttl:
+            if self._current(state) and state.entries is not None:
                 return state.entries
+            # Taken before listing: an invalidation landing mid-listing forces another.
+            generation = state.invalidations
             started = self._clock.monotonic()
             listed = self._store.list(self._bucket, folder, recursive=True)
             self.listings += 1
@@ -154,8 +168,15 @@ class ReadModel:
                     fresh[path] = entry
             state.entries = fresh
             state.loaded_at = started
+            state.listed_at_invalidation = generation
             state.version += 1
             return fresh
+
+    def _current(self, state: _Folder) -> bool:
+        return (
+            state.listed_at_invalidation == state.invalidations
+            and self._clock.monotonic() - state.loaded_at < self._ttl
+        )
 
     def version(self, folder: str) -> int:
         self.entries(folder)
@@ -239,6 +260,23 @@ class ReadModel:
                 updated[entry.path] = entry
                 state.entries = updated
                 state.version += 1
+
+    def delete_through(self, folder: str, path: str) -> None:
+        """Drop a file the service just deleted (channel unsubscribe, seed §12)."""
+        state = self._folder(folder)
+        with state.lock:
+            state.overlay.pop(path, None)
+            if state.entries is not None and path in state.entries:
+                updated = dict(state.entries)
+                del updated[path]
+                state.entries = updated
+                state.version += 1
+
+    def invalidate(self, folder: str) -> None:
+        """Re-list `folder` on its next read: another worker wrote to it (Redis bus)."""
+        # No lock: this runs on the event loop (the bus listener) and must not wait for a
+        # listing in progress on another thread.
+        self._folders.setdefault(folder, _Folder()).invalidations += 1
 
     @staticmethod
     def _record(entry: FileEntry, document: Document) -> Record:

@@ -46,6 +46,18 @@ class BucketSyncSettings(BaseSettings):
     score_unit: str = Field("", alias="SCORE_UNIT")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
 
+    # Live features (seed §11-§13).
+    digest_channel_recent: int = Field(3, alias="DIGEST_CHANNEL_RECENT")
+    longpoll_max_wait_s: float = Field(55.0, alias="LONGPOLL_MAX_WAIT_S")
+    longpoll_max_waiters_per_owner: int = Field(4, alias="LONGPOLL_MAX_WAITERS_PER_OWNER")
+    longpoll_max_waiters_total: int = Field(256, alias="LONGPOLL_MAX_WAITERS_TOTAL")
+    longpoll_wake_spread_threshold: int = Field(20, alias="LONGPOLL_WAKE_SPREAD_THRESHOLD")
+    longpoll_wake_spread_s: float = Field(8.0, alias="LONGPOLL_WAKE_SPREAD_S")
+    watch_fresh_s: float = Field(240.0, alias="WATCH_FRESH_S")
+    bus_url: str | None = Field(None, alias="BUCKETSYNC_BUS_URL")
+    bus_prefix: str = Field("", alias="BUCKETSYNC_BUS_PREFIX")
+    clients_dir: Path | None = Field(None, alias="BUCKETSYNC_CLIENTS_DIR")
+
     storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
 
@@ -63,7 +75,6 @@ class BucketSyncSettings(BaseSettings):
     job_cancel_grace_s: float = Field(60.0, alias="JOB_CANCEL_GRACE_S", ge=0)
     job_poll_s: float = Field(5.0, alias="JOB_POLL_S", gt=0)
     jobs_namespace: str = Field("", alias="JOBS_NAMESPACE")
-    bus_url: str | None = Field(None, alias="BUCKETSYNC_BUS_URL")
     verifier_enabled: bool = Field(False, alias="VERIFIER_ENABLED")
     verifier_agent: str = Field("verifier", alias="VERIFIER_AGENT")
     verifier_score_tol: float = Field(0.02, alias="VERIFIER_SCORE_TOL", ge=0)
@@ -119,6 +130,12 @@ class BucketSyncSettings(BaseSettings):
     def runner_kind(self) -> str:
         """The JobRunner adapter: `BUCKETSYNC_JOB_RUNNER`, else the storage backend's."""
         return self.job_runner or self.storage
+
+    @property
+    def bus_key_prefix(self) -> str:
+        """Namespace of every Redis key and channel, so challenges (and test runs) sharing
+        one Redis never see each other's wakes or limits."""
+        return self.bus_prefix or f"bucketsync:{self.central_bucket}:"
 
     def scratch_bucket(self, agent_id: str) -> str:
         return f"{self.org}/{self.collab_slug}-{agent_id}"

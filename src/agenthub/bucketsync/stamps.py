@@ -15,6 +15,8 @@ class StampIssuer:
         self._clock = clock
         self._lock = threading.Lock()
         self._last_ms: dict[str, int] = {}
+        # With several workers: claim (author, stamp) in a shared store; False = taken.
+        self.shared_claim: Callable[[str, str], bool] | None = None
 
     def issue(self, author: str, *, taken: Callable[[str], bool] = lambda _s: False) -> str:
         """A stamp for `author` later than any this process issued to them, skipping stamps
@@ -22,7 +24,10 @@ class StampIssuer:
         with self._lock:
             now_ms = int(self._clock.now().timestamp() * 1000)
             candidate = max(now_ms, self._last_ms.get(author, -1) + 1)
-            while taken(stamp_from_ms(candidate)):
+            while taken(stamp_from_ms(candidate)) or (
+                self.shared_claim is not None
+                and not self.shared_claim(author, stamp_from_ms(candidate))
+            ):
                 candidate += 1
             self._last_ms[author] = candidate
             return stamp_from_ms(candidate)

@@ -91,12 +91,16 @@ def agent_readme(challenge: Challenge, *, service_url: str, clients: list[str]) 
     ]
     if "collab_watch.sh" in clients:
         lines += [
-            "Or let the watcher do it, in the background of your harness:",
+            "Or let the watcher keep the cursor for you (POSIX sh):",
             "",
             "```sh",
-            f"hf buckets cp hf://buckets/{c.central}/clients/collab_watch.sh . && chmod +x collab_watch.sh",
-            f"./collab_watch.sh --url {service_url} --agent $AGENT --exec 'your-handler'",
+            f"hf buckets cp hf://buckets/{c.central}/clients/collab_watch.sh .",
+            f"sh collab_watch.sh {service_url} $AGENT                       # blocks until mail, prints it",
+            f"sh collab_watch.sh --exec './handle.sh' {service_url} $AGENT  # foreground; acks on exit 0",
             "```",
+            "",
+            "Single-shot harnesses re-arm it after each delivery; long-running ones keep the",
+            "`--exec` form in the foreground.",
         ]
     lines += [
         "",

@@ -66,7 +66,7 @@ class Verification(Strict):
 class Jobs(Strict):
     harness_dir: Path | None = None
     private_dir: Path | None = None
-    entrypoint: str = "harness.py"
+    entrypoint: str = "run.py"
     image: str | None = None
     flavor: str | None = None
     timeout_minutes: int = Field(30, ge=1, le=24 * 60)

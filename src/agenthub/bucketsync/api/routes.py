@@ -45,6 +45,7 @@ class MessageBody(BaseModel):
     type: str | None = None
     refs: str | list[str] | None = None
     broadcast: bool = False
+    channel: str | None = None
 
 
 @router.get("")
@@ -97,6 +98,7 @@ def post_message(
             type=body.type,
             refs=body.refs,
             broadcast=body.broadcast,
+            channel=body.channel,
         ),
         authorization=authorization,
         caller_info=caller_info(request),
@@ -113,18 +115,14 @@ def get_message(filename: str, request: Request) -> dict[str, Any]:
     return board.get_message(hub_of(request), filename)
 
 
-@router.get("/inbox/{handle}")
-def inbox(handle: str, request: Request) -> dict[str, Any]:
-    return board.inbox(hub_of(request), handle, dict(request.query_params))
-
-
 @router.get("/digest")
 def digest(
     request: Request,
     as_: str | None = Query(None, alias="as"),
     since: str | None = Query(None),
+    after: str | None = Query(None),
 ) -> dict[str, Any]:
-    return board.digest(hub_of(request), as_handle=as_, since=since)
+    return board.digest(hub_of(request), as_handle=as_, since=since, after=after)
 
 
 class SourceBody(BaseModel):

@@ -1,0 +1,232 @@
+"""A typed watch client for agent harnesses written in Python, with `collab_watch.sh`'s
+semantics (seed §13) and state layout, so the two can take turns on one state directory:
+
+- cold start baselines at the newest item without delivering history;
+- the cursor is only ever the response's top-level `cursor`, persisted verbatim;
+- `run(handler)` acks (advances the cursor) only when the handler returns, and after
+  `exec_retries` failures on the same page dead-letters it and moves on;
+- 5xx and connection errors back off 2 → 60 s; ten in a row raise `Offline`;
+  a 4xx raises `WatchError` with the server's error body.
+
+    client = WatchClient("http://127.0.0.1:8200", "agent-1")
+    page = client.next_page(max_wait=300)   # None when nothing came in time
+    if page: handle(page); client.ack(page)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+
+Page = dict[str, Any]
+Stream = Literal["updates", "inbox", "feed"]
+
+
+class WatchError(Exception):
+    """The server refused the request (4xx) or answered something that is not a page."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class Offline(WatchError):
+    """The server failed or was unreachable too many times in a row."""
+
+
+def default_state_dir(base_url: str, handle: str) -> Path:
+    root = Path(os.environ.get("COLLAB_WATCH_DIR") or Path.home() / ".collab-watch")
+    host = "".join(c if c.isalnum() or c in "._-" else "_" for c in urlsplit(base_url).netloc)
+    return root / host / handle
+
+
+@dataclass
+class WatchClient:
+    base_url: str
+    handle: str
+    stream: Stream = "updates"
+    state_dir: Path | None = None
+    wait_s: float = 55.0
+    exec_retries: int = 3
+    backoff_s: float = 2.0
+    max_failures: int = 10
+    http: httpx.Client | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _failures: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+        if self.state_dir is None:
+            self.state_dir = default_state_dir(self.base_url, self.handle)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.http is None:
+            self.http = httpx.Client(timeout=self.wait_s + 30)
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def _state(self) -> Path:
+        assert self.state_dir is not None
+        return self.state_dir
+
+    @property
+    def cursor_path(self) -> Path:
+        return self._state / f"cursor.{self.stream}"
+
+    def cursor(self) -> str | None:
+        """The persisted cursor; None before the cold-start baseline, "" for an empty
+        stream at baseline time."""
+        try:
+            return self.cursor_path.read_text().strip()
+        except FileNotFoundError:
+            return None
+
+    def _write_cursor(self, value: str) -> None:
+        tmp = self.cursor_path.with_suffix(".tmp")
+        tmp.write_text(value + "\n")
+        tmp.replace(self.cursor_path)
+
+    def _journal(self, name: str, **row: Any) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with (self._state / name).open("a") as out:
+            out.write(json.dumps({"ts": stamp, "stream": self.stream, **row}) + "\n")
+
+    def _heartbeat(self) -> None:
+        (self._state / "heartbeat").write_text(f"{int(time.time())}\n")
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def _url(self) -> str:
+        if self.stream == "inbox":
+            return f"{self.base_url}/v1/inbox/{self.handle}"
+        if self.stream == "feed":
+            return f"{self.base_url}/v1/channels/feed"
+        return f"{self.base_url}/v1/updates"
+
+    def _get(self, params: dict[str, str]) -> Page:
+        if self.stream != "inbox":
+            params = {"as": self.handle, **params}
+        assert self.http is not None
+        while True:
+            try:
+                response = self.http.get(self._url(), params=params)
+            except httpx.HTTPError as exc:
+                self._fail(f"{self.base_url} unreachable: {exc}")
+                continue
+            if response.status_code >= 500:
+                self._fail(f"{self.base_url} answered {response.status_code}")
+                continue
+            self._failures = 0
+            try:
+                body = response.json()
+            except ValueError:
+                raise WatchError("the response is not JSON", status=response.status_code) from None
+            if response.status_code >= 400:
+                raise WatchError(
+                    f"{response.status_code}: {body.get('error', body)}",
+                    status=response.status_code,
+                    body=body,
+                )
+            if not isinstance(body, dict) or "cursor" not in body or "items" not in body:
+                raise WatchError("the response has no cursor; is this a bucket-sync server?")
+            return body
+
+    def _fail(self, message: str) -> None:
+        self._failures += 1
+        if self._failures >= self.max_failures:
+            raise Offline(f"{message} ({self._failures} failures in a row)")
+        self.sleep(min(60.0, self.backoff_s * 2 ** (self._failures - 1)))
+
+    def poll(self, wait_s: float = 0.0) -> Page:
+        """One request from the persisted cursor (never moves it)."""
+        params = {"expand": "true", "order": "asc", "wait": f"{max(0.0, wait_s):g}"}
+        cursor = self.cursor()
+        if cursor:
+            params["after"] = cursor
+        return self._get(params)
+
+    def baseline(self) -> None:
+        """Cold start: remember the newest existing item without delivering history."""
+        if self.cursor() is None:
+            page = self._get({"limit": "1", "order": "desc", "wait": "0"})
+            self._write_cursor(str(page["cursor"] or ""))
+
+    # -- watching -----------------------------------------------------------------------
+    def next_page(self, *, max_wait: float | None = None) -> Page | None:
+        """Block until a page with items arrives (returned, not yet acked), or None once
+        `max_wait` seconds pass without one."""
+        self.baseline()
+        deadline = None if max_wait is None else time.monotonic() + max_wait
+        while True:
+            self._heartbeat()
+            wait = self.wait_s
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                wait = min(wait, left)
+            asked = time.monotonic()
+            page = self.poll(wait)
+            if page["items"]:
+                if not page.get("cursor"):
+                    raise WatchError("a page with items but no cursor; refusing to guess one")
+                return page
+            if time.monotonic() - asked < 2.0:
+                # Degraded or instantly-empty answers: never hot-loop.
+                self.sleep(self.backoff_s)
+
+    def ack(self, page: Page) -> None:
+        """Mark `page` delivered: journal first, then persist its server cursor."""
+        cursor = str(page["cursor"])
+        self._journal("delivered.jsonl", after=self.cursor() or "", cursor=cursor)
+        self._write_cursor(cursor)
+
+    def run(
+        self,
+        handler: Callable[[Page], None],
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        poll_s: float | None = None,
+    ) -> None:
+        """`--exec` semantics: ack when `handler` returns; after `exec_retries` failures on
+        the same page, dead-letter it and move on. Runs until `should_stop()`."""
+        failures = 0
+        failing_after: str | None = None
+        while not should_stop():
+            page = self.next_page(max_wait=poll_s)
+            if page is None:
+                continue
+            after = self.cursor() or ""
+            if after != failing_after:
+                failing_after, failures = after, 0
+            try:
+                handler(page)
+            except Exception as exc:
+                failures += 1
+                if failures < self.exec_retries:
+                    self.sleep(self.backoff_s)
+                    continue
+                self._journal(
+                    "dead-letter.jsonl",
+                    after=after,
+                    cursor=page["cursor"],
+                    error=repr(exc),
+                    page=page,
+                )
+                self._write_cursor(str(page["cursor"]))
+                failures = 0
+                continue
+            self.ack(page)
+            failures = 0
+
+    def close(self) -> None:
+        if self.http is not None:
+            self.http.close()

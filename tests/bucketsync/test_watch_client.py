@@ -1,0 +1,72 @@
+"""`agenthub.bucketsync.client.WatchClient` against a real server: the same watch contract
+as collab_watch.sh (BS-13.35-13.38), for Python harnesses."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenthub.bucketsync.client import WatchClient, WatchError
+from tests.bucketsync.test_collab_watch import Server, server
+
+__all__ = ["server"]
+
+
+def client_for(server: Server, stream: Any = "inbox", **extra: Any) -> WatchClient:
+    return WatchClient(
+        server.base, "agent-2", stream, state_dir=server.state, wait_s=5, backoff_s=0.05, **extra
+    )
+
+
+def test_bs_13_35_client_baselines_then_delivers_and_resumes(server: Server) -> None:
+    old = server.world.raw("agent-1", "old @agent-2").json()["filename"]
+    client = client_for(server)
+    client.baseline()
+    assert client.cursor() == old
+    new = server.world.raw("agent-1", "new @agent-2").json()["filename"]
+    page = client.next_page(max_wait=5)
+    assert page is not None and [i["filename"] for i in page["items"]] == [new]
+    assert client.cursor() == old  # not acked yet
+    client.ack(page)
+    assert client.cursor() == new
+    assert client.next_page(max_wait=1) is None
+
+
+def test_bs_13_36_client_wakes_on_a_post_while_parked(server: Server) -> None:
+    client = client_for(server)
+    client.baseline()
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(client.next_page(max_wait=10)))
+    thread.start()
+    server.parked()
+    sent = server.world.raw("agent-1", "wake @agent-2").json()["filename"]
+    thread.join(timeout=10)
+    assert result and result[0]["items"][0]["filename"] == sent
+    assert result[0]["watch"]["status"] == "delivered"
+
+
+def test_bs_13_36_client_run_dead_letters_a_failing_page(server: Server) -> None:
+    client = client_for(server)
+    client.baseline()
+    poison = server.world.raw("agent-1", "poison @agent-2").json()["filename"]
+    seen: list[str] = []
+
+    def handler(page: dict[str, Any]) -> None:
+        seen.append(page["items"][0]["filename"])
+        raise RuntimeError("handler crashed")
+
+    client.run(handler, should_stop=lambda: client.cursor() == poison, poll_s=5)
+    assert seen == [poison] * 3
+    letter = json.loads((Path(server.state) / "dead-letter.jsonl").read_text())
+    assert letter["cursor"] == poison and "handler crashed" in letter["error"]
+
+
+def test_bs_13_38_client_errors_fail_fast(server: Server) -> None:
+    client = WatchClient(server.base, "ghost-agent", "inbox", state_dir=server.state)
+    with pytest.raises(WatchError) as failure:
+        client.next_page(max_wait=1)
+    assert failure.value.status == 404
