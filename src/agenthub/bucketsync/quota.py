@@ -1,8 +1,8 @@
 """Benchmark-job quotas: a durable 24h sliding-window ledger in the audit bucket, and the
 lock that serializes check → launch → record.
 
-    QuotaLock (port): InProcessQuotaLock | RedisQuotaLock (when BUCKETSYNC_BUS_URL is set,
-                      so several workers share one lock)
+    QuotaLock (port): NamedQuotaLock over the hub's named locks (Redis with a lease when
+                      BUCKETSYNC_BUS_URL is set, so several workers share one lock)
     QuotaLedger:      `JOB_QUOTA_LEDGER_PATH` (JSONL) in AUDIT_BUCKET; a read failure is
                       QUOTA_BACKEND_UNAVAILABLE (fail closed)
     JobQuota:         the rule: per agent and per hf_user caps over the last 24h
@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from agenthub.bucketsync.errors import (
     QuotaBackendUnavailable,
     RateLimited,
     StorageUnavailable,
 )
+from agenthub.bucketsync.locks import Locks
 from agenthub.bucketsync.storage import Batch, BucketStore
 from agenthub.clock import Clock
 
@@ -42,55 +42,28 @@ class QuotaLock(Protocol):
         ...
 
 
-class InProcessQuotaLock:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+class NamedQuotaLock:
+    """The quota sequence under one of the hub's named locks (`bucketsync.locks`): in-process
+    by default, Redis with a lease once the bus is configured, so it holds across workers.
+    The lock store is looked up at each use, because the bus installs it after start-up."""
 
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        with self._lock:
-            yield
-
-
-class RedisQuotaLock:
-    """A Redis lock shared by every worker of one challenge. It expires after `ttl_s` so a
-    crashed holder cannot wedge launches forever."""
-
-    def __init__(self, client: Any, name: str, *, ttl_s: float = 120.0, wait_s: float = 30.0):
-        self._client = client
+    def __init__(self, locks: Callable[[], Locks], name: str = "job-quota") -> None:
+        self._locks = locks
         self._name = name
-        self._ttl_s = ttl_s
-        self._wait_s = wait_s
-
-    @classmethod
-    def from_url(cls, url: str, name: str) -> RedisQuotaLock:
-        import redis
-
-        return cls(redis.Redis.from_url(url), name)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
-        import redis
-
-        lock = self._client.lock(self._name, timeout=self._ttl_s, blocking_timeout=self._wait_s)
         try:
-            acquired = lock.acquire()
-        except redis.RedisError as exc:
+            held = self._locks().hold(self._name)
+            held.__enter__()
+        except StorageUnavailable as exc:
             raise QuotaBackendUnavailable(
-                f"the quota lock is unavailable ({exc}); nothing was launched",
-                hint="retry in a minute",
+                f"{exc.message}; nothing was launched", hint="retry in a minute"
             ) from exc
-        if not acquired:
-            raise QuotaBackendUnavailable(
-                "the quota lock is busy; nothing was launched", hint="retry in a minute"
-            )
         try:
             yield
         finally:
-            try:
-                lock.release()
-            except redis.RedisError as exc:  # expired: the TTL already freed it
-                log.warning("quota lock release failed: %s", exc)
+            held.__exit__(None, None, None)
 
 
 @dataclass(frozen=True)

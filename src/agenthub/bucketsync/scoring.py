@@ -10,11 +10,10 @@ from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.jobrunner import JobRunner
 from agenthub.bucketsync.jobs import JobsService
 from agenthub.bucketsync.quota import (
-    InProcessQuotaLock,
     JobQuota,
+    NamedQuotaLock,
     QuotaLedger,
     QuotaLock,
-    RedisQuotaLock,
 )
 from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.verifier import Verifier
@@ -41,12 +40,9 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     return LocalJobRunner(settings.data_dir)
 
 
-def default_quota_lock(settings: BucketSyncSettings) -> QuotaLock:
-    """Redis when the bus is configured (several workers share the quota), else in-process."""
-    if settings.bus_url:
-        name = f"agenthub:bucketsync:{settings.central_bucket}:job-quota"
-        return RedisQuotaLock.from_url(settings.bus_url, name)
-    return InProcessQuotaLock()
+def default_quota_lock(hub: Hub) -> QuotaLock:
+    """The hub's named `job-quota` lock: Redis once the bus shares state, else in-process."""
+    return NamedQuotaLock(lambda: hub.locks)
 
 
 def build_scoring(
@@ -61,7 +57,7 @@ def build_scoring(
     s = hub.settings
     quota = JobQuota(
         QuotaLedger(hub.store, s.audit_bucket, s.job_quota_ledger_path),
-        quota_lock or default_quota_lock(s),
+        quota_lock or default_quota_lock(hub),
         hub.clock,
         per_agent=s.job_per_agent_per_day,
         per_user=s.job_per_user_per_day,

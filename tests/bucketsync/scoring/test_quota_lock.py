@@ -3,7 +3,6 @@ standing in for two worker processes share the audit-bucket ledger and a real Re
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -11,26 +10,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, RateLimited
 from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.quota import JobQuota, QuotaLedger, RedisQuotaLock
+from agenthub.bucketsync.locks import RedisLocks
+from agenthub.bucketsync.quota import JobQuota, NamedQuotaLock, QuotaLedger
 from agenthub.clock import FrozenClock
-from tests.support.databases import REDIS_ENV, services_required
+from tests.support.redisdb import require_redis
 
 AUDIT = "acme-admin/chal-audit"
 
 
-def require_redis() -> str:
-    url = os.environ.get(REDIS_ENV)
-    if not url:
-        if services_required():
-            pytest.fail(f"{REDIS_ENV} is not set but CI requires Redis", pytrace=False)
-        pytest.skip(f"Redis tests need {REDIS_ENV}")
-    return url
-
-
-def worker(store: LocalBucketStore, lock: RedisQuotaLock, clock: FrozenClock) -> JobQuota:
+def worker(store: LocalBucketStore, lock: NamedQuotaLock, clock: FrozenClock) -> JobQuota:
     return JobQuota(
         QuotaLedger(store, AUDIT, "quota/job_ledger.jsonl"),
         lock,
@@ -43,11 +35,14 @@ def worker(store: LocalBucketStore, lock: RedisQuotaLock, clock: FrozenClock) ->
 @pytest.mark.redis
 def test_bs_4_44_redis_lock_holds_the_quota_across_workers(tmp_path: Path) -> None:
     url = require_redis()
-    name = f"agenthub-test:{uuid.uuid4().hex}:job-quota"
+    prefix = f"agenthub-test:{uuid.uuid4().hex}:"
     clock = FrozenClock(datetime(2026, 3, 1, tzinfo=UTC))
     store = LocalBucketStore(tmp_path)
     store.create(AUDIT, creator="bucket-sync", private=True)
-    workers = [worker(store, RedisQuotaLock.from_url(url, name), clock) for _ in range(2)]
+    workers = [
+        worker(store, NamedQuotaLock(lambda: RedisLocks(redis.Redis.from_url(url), prefix)), clock)
+        for _ in range(2)
+    ]
     started: list[str] = []
     guard = threading.Lock()
 
@@ -74,7 +69,8 @@ def test_bs_4_44_redis_lock_holds_the_quota_across_workers(tmp_path: Path) -> No
 def test_bs_4_45_unreachable_lock_backend_fails_closed(tmp_path: Path) -> None:
     store = LocalBucketStore(tmp_path)
     store.create(AUDIT, creator="bucket-sync", private=True)
-    lock = RedisQuotaLock.from_url("redis://127.0.0.1:1/0", "never")
+    unreachable = RedisLocks(redis.Redis.from_url("redis://127.0.0.1:1/0"), "never:")
+    lock = NamedQuotaLock(lambda: unreachable)
     quota = worker(store, lock, FrozenClock())
     launched: list[str] = []
     with pytest.raises(QuotaBackendUnavailable):
