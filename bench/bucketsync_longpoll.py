@@ -11,7 +11,7 @@ from the response's cursor, like collab_watch.sh), then measures the wake latenc
 
 and the server RSS per parked waiter (VmRSS delta / waiters).
 
-    PYTHONPATH=src python3 bench/bucketsync_longpoll.py [--waiters 256] [--rounds 60]
+    PYTHONPATH=src python3 bench/bucketsync_longpoll.py [--waiters 256] [--rounds 60] [--skip-redis]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -36,12 +37,17 @@ from agenthub.bucketsync import frontmatter, naming
 from agenthub.bucketsync.identity import add_user
 from agenthub.bucketsync.localstore import LocalBucketStore
 from agenthub.bucketsync.storage import Batch
-from bench._servers import free_port
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
 AUDIT = f"{ORG}-admin/{SLUG}-audit"
 REDIS = os.environ.get("AGENTHUB_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def seed(data_dir: Path, waiters: int, senders: int) -> str:
