@@ -17,11 +17,9 @@ from agenthub.hubcore import import_snapshot
 from agenthub.hubcore.app import create_app
 from agenthub.hubcore.errors import ConfigurationError
 from agenthub.hubcore.models import ProjectedTombstone
-from agenthub.hubcore.schemas import MessageRead
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.hubcore.snapshot import receiver_hashes
 from agenthub.hubcore.store import Database
-from agenthub.statehub.schemas import MessageRead as StateHubMessageRead
 from tests.hubcore.bundles import T0, bundle, inbox_bundle, message, ts, uid
 
 PATH = "/ports/projections/statehub-inbox"
@@ -164,10 +162,6 @@ def test_rows_carry_every_message_read_field(client: TestClient) -> None:
         "supersedes_id": None,
         "created_at": "2026-03-01T12:07:00Z",
     }
-
-
-def test_the_response_shape_is_state_hubs_message_read() -> None:
-    assert list(MessageRead.model_fields) == list(StateHubMessageRead.model_fields)
 
 
 def test_expired_messages_are_hidden_at_read_time(

@@ -22,6 +22,7 @@ import redis
 import redis.asyncio as aioredis
 
 from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.notify import InProcessNotifier
 
 log = logging.getLogger("agenthub.bucketsync.bus")
 
@@ -35,19 +36,21 @@ class RedisBus:
         self.origin = uuid.uuid4().hex
         self._client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         self._lock = threading.Lock()
-        self._wake_listeners: list[Listener] = []
+        self._local = InProcessNotifier()  # this worker's waiters
         self._folder_listeners: list[Listener] = []
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
-        self.wakes = 0
         self.published = 0
         self.received = 0
         self.publish_failures = 0
 
     # -- the Notifier port --------------------------------------------------------------
+    @property
+    def wakes(self) -> int:
+        return self._local.wakes
+
     def subscribe(self, listener: Listener) -> None:
-        with self._lock:
-            self._wake_listeners.append(listener)
+        self._local.subscribe(listener)
 
     def on_folders_changed(self, listener: Listener) -> None:
         with self._lock:
@@ -57,11 +60,7 @@ class RedisBus:
         batch = frozenset(keys)
         if not batch:
             return
-        with self._lock:
-            self.wakes += 1
-            listeners = list(self._wake_listeners)
-        for listener in listeners:
-            listener(batch)
+        self._local.wake(batch)
         self._publish({"keys": sorted(batch)})
 
     def folders_changed(self, folders: Iterable[str]) -> None:
@@ -136,15 +135,13 @@ class RedisBus:
         self.received += 1
         with self._lock:
             folder_listeners = list(self._folder_listeners)
-            wake_listeners = list(self._wake_listeners)
         folders = frozenset(str(f) for f in event.get("folders") or ())
         if folders:
             for listener in folder_listeners:
                 listener(folders)
         keys = frozenset(str(k) for k in event.get("keys") or ())
         if keys:
-            for listener in wake_listeners:
-                listener(keys)
+            self._local.deliver(keys)
 
     def stats(self) -> dict[str, int]:
         return {

@@ -39,6 +39,11 @@ class InProcessNotifier:
             return
         with self._lock:
             self.wakes += 1
+        self.deliver(batch)
+
+    def deliver(self, batch: frozenset[str]) -> None:
+        """Hand `batch` to the listeners (uncounted: also used for other workers' wakes)."""
+        with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
             listener(batch)

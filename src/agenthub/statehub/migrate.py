@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic.config import Config
-from sqlalchemy import Connection, Engine
-
 from agenthub.migrations import Migrations
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -22,21 +19,9 @@ def include_object(
     return not (type_ == "table" and name in MACHINERY_TABLES)
 
 
-def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
-    return MIGRATIONS.config(connection, url)
-
-
-def head_revision() -> str:
-    return MIGRATIONS.head()
-
-
-def current_revision(engine: Engine) -> str | None:
-    return MIGRATIONS.current(engine)
-
-
-def upgrade(engine: Engine, target: str = "head") -> None:
-    MIGRATIONS.upgrade(engine, target)
-
-
-def downgrade(engine: Engine, target: str = "base") -> None:
-    MIGRATIONS.downgrade(engine, target)
+# The service's migration API, as module functions.
+alembic_config = MIGRATIONS.config
+head_revision = MIGRATIONS.head
+current_revision = MIGRATIONS.current
+upgrade = MIGRATIONS.upgrade
+downgrade = MIGRATIONS.downgrade
