@@ -216,3 +216,19 @@ def test_hf_target_creates_and_publishes_through_huggingface_hub(
     assert "README.md" in fake.files("acme/primes-main-bucket")
     assert "clients/share_trace.py" in fake.files("acme/primes-main-bucket")
     assert first.changed and not again.changed
+
+
+def test_bs_13_39_readme_staying_responsive_quotes_the_watcher_recipes(
+    challenge_file: Path, tmp_path: Path
+) -> None:
+    run_init(challenge_file, tmp_path)
+    readme = (
+        LocalBucketStore(tmp_path / "data").read("acme/primes-main-bucket", "README.md") or b""
+    ).decode()
+    section = readme.split("## Staying responsive", 1)[1].split("\n## ", 1)[0]
+
+    # the one-line bootstrap, then both harness recipes: single-shot re-armed, or --exec
+    assert "hf buckets cp hf://buckets/acme/primes-main-bucket/clients/collab_watch.sh ." in section
+    assert "sh collab_watch.sh http://hub.test $AGENT" in section
+    assert "sh collab_watch.sh --exec './handle.sh' http://hub.test $AGENT" in section
+    assert "re-arm" in section and "foreground" in section
