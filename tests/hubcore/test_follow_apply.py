@@ -325,3 +325,27 @@ def test_a_crash_between_applying_and_committing_leaves_the_old_state_and_cursor
     restarted = PageApplier(applier.db, FrozenClock())
     assert restarted.apply(next_page).inserted == 1
     assert cursor_of(applier.db).cursor == "v1:2"
+
+
+def test_two_followers_applying_the_same_page_take_turns(applier: PageApplier) -> None:
+    import threading
+
+    raw = page(m(1, 1), m(2, 1), r(1, "bob", 1))
+    results: list[object] = []
+    gate = threading.Barrier(2)
+
+    def apply() -> None:
+        gate.wait()
+        try:
+            results.append(PageApplier(applier.db, FrozenClock()).apply(raw, after="v1:0"))
+        except Exception as exc:  # collected: the assertion below names it
+            results.append(exc)
+
+    threads = [threading.Thread(target=apply) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    inserted = sorted(getattr(result, "inserted", -1) for result in results)
+    assert inserted == [0, 3], results
+    assert set(messages(applier.db)) == {uid(1), uid(2)}

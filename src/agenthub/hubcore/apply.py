@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
-from agenthub.hubcore import feedrepo
+from agenthub.hubcore import feedrepo, repository
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
@@ -510,6 +510,9 @@ def apply_page(
     and rolls back otherwise.
     """
     page = parse_page(raw)
+    # Two followers of one database (several server workers) take turns; the
+    # second then finds its page already applied, a replay.
+    repository.lock_projection(session)
     stored = feedrepo.the_cursor(session)
     if stored is None:
         raise FeedRefused(

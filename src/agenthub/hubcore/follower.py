@@ -141,6 +141,11 @@ class Follower:
                 await asyncio.to_thread(self._record, exc)
                 await self._sleep(delay, stop)
                 delay = min(delay * 2, self.options.max_retry_s)
+            except Exception as exc:  # the database itself failing must not end following
+                log.exception("follower step failed (retrying in %.1fs)", delay)
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                await self._sleep(delay, stop)
+                delay = min(delay * 2, self.options.max_retry_s)
             else:
                 delay = self.options.retry_s
 

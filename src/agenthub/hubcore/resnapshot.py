@@ -28,7 +28,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
-from agenthub.hubcore import feedrepo
+from agenthub.hubcore import feedrepo, repository
 from agenthub.hubcore.apply import CONTRACT, decode_cursor
 from agenthub.hubcore.canonical import (
     MalformedRow,
@@ -320,6 +320,7 @@ class SnapshotImporter:
     def _swap(self, head: dict[str, Any], snapshot_id: str, *, gone: bool) -> SnapshotResult:
         counts = dict.fromkeys(PARTS, 0)
         with self.db.write() as session:
+            repository.lock_projection(session)
             held = session.scalar(select(func.count()).select_from(ProjectedMessage)) or 0
             held += session.scalar(select(func.count()).select_from(ProjectedReceipt)) or 0
             if held and not gone:
