@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -226,11 +227,10 @@ def test_follow_without_a_state_hub_url_says_how_to_give_one(hubcore_url: str) -
     assert result.exit_code == 2 and "HUBCORE_STATEHUB_URL" in result.output
 
 
+@pytest.mark.parametrize("hubcore_url", ["pg"], indirect=True)  # xid exists on PostgreSQL only
 def test_following_a_state_hub_in_xid_revision_mode_converges(
     hubcore_url: str, hubcore_db: Database, statehub_url: str
 ) -> None:
-    if not statehub_url.startswith("postgresql"):
-        pytest.skip("the xid revision mode exists on PostgreSQL only")
     settings = StateHubSettings(database_url=statehub_url, instance_label="hub-xid",
                                 revision_mode="xid")  # fmt: skip
     with live_server(create_statehub(settings)) as base, httpx.Client(base_url=base) as client:
@@ -238,5 +238,13 @@ def test_following_a_state_hub_in_xid_revision_mode_converges(
         catch_up(follower(hubcore_db, base))
         for n in range(5):
             send(client, subject=f"xid {n}")
-        catch_up(follower(hubcore_db, base, limit=2))
+        # Under xid a commit is served once every older transaction in the *cluster* has
+        # ended, so another database's open transaction can delay (never drop) the tail:
+        # follow until the copy converges, within a bound.
+        deadline = time.monotonic() + 20
+        while True:
+            catch_up(follower(hubcore_db, base, limit=2))
+            if hubcore_image(hubcore_db) == statehub_image(client) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert hubcore_image(hubcore_db) == statehub_image(client)
