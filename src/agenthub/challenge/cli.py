@@ -65,3 +65,43 @@ def init(
     else:
         hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
         typer.echo(f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve")
+
+
+@app.command()
+def evaluate(
+    evaluator: str = typer.Option(
+        ...,
+        "--evaluator",
+        help="The organizer's evaluate(submission_dir, private_dir) -> dict, as "
+        "'module:function' or 'path/to/file.py:function'.",
+    ),
+    once: bool = typer.Option(False, "--once", help="One pass over pending results, then exit."),
+    interval: float = typer.Option(30.0, "--interval", min=0.1, help="Seconds between passes."),
+) -> None:
+    """eval-space mode: score pending results on the private eval set and record verdicts
+    (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
+    in the verification index are never overwritten."""
+    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.settings import SettingsError, load_settings
+    from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
+    from agenthub.clock import SystemClock
+
+    try:
+        function = load_evaluator(evaluator)
+        settings = load_settings()
+    except (EvaluatorError, SettingsError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    store, identity = default_adapters(settings)
+    loop = EvalLoop(build_hub(settings, store, identity, SystemClock()), function)
+
+    def report(result: PassReport) -> None:
+        for filename, outcome in result.outcomes.items():
+            typer.echo(f"{outcome:>28}  {filename}")
+        typer.echo(f"pending examined: {result.examined}")
+
+    try:
+        loop.run(interval_s=interval, once=once, on_pass=report)
+    except KeyboardInterrupt:
+        typer.echo("stopped")

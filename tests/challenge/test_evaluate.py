@@ -1,0 +1,204 @@
+"""eval-space mode: `agenthub challenge evaluate` turns pending results into verdicts on the
+private eval set, through the verifier's ledger and compare-and-set (humans win)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.storage import Batch
+from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, load_evaluator
+from agenthub.cli import app as cli
+from tests.bucketsync.conftest import ORG, make_settings
+from tests.bucketsync.scoring.conftest import EXAMPLE, ScoringWorld, install_challenge
+
+EVALUATOR = f"{EXAMPLE / 'evaluator.py'}:evaluate"
+AUDIT = "acme-admin/chal-audit"
+INDEX = "results/verification_status.json"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[ScoringWorld]:
+    settings = make_settings(tmp_path / "data", VERIFIER_SCORE_TOL="0.02")
+    store = LocalBucketStore(settings.data_dir)
+    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+    app = create_app(settings, store=store, identity=identity)
+    with TestClient(app) as client:
+        install_challenge(store, settings)
+        yield ScoringWorld(client, app.state.hub, identity)
+
+
+def loop_of(world: ScoringWorld) -> EvalLoop:
+    return EvalLoop(world.hub, load_evaluator(EVALUATOR))
+
+
+def promote(world: ScoringWorld, agent: str, path: str, score: float, **fm: Any) -> str:
+    response = world.result(
+        agent,
+        path,
+        score=score,
+        method="trial division",
+        status=fm.pop("status", "agent-run"),
+        description="notes",
+        **fm,
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["filename"])
+
+
+def set_index(world: ScoringWorld, **verdicts: str) -> None:
+    body = json.dumps({**world.index(), **verdicts}).encode()
+    world.hub.store.write_batch(world.hub.central, Batch(adds=[(INDEX, body)]))
+
+
+def verifier_posts(world: ScoringWorld) -> list[dict[str, Any]]:
+    items = world.client.get(
+        "/v1/messages", params={"agent": "verifier", "expand": "true", "limit": "50"}
+    ).json()["items"]
+    return list(items)
+
+
+def test_a_pending_result_with_an_honest_score_becomes_valid(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
+
+    report = loop_of(world).run_once()
+
+    assert report.outcomes == {filename: "valid"}
+    assert world.index()[filename] == "valid"
+    ledger = world.status(AUDIT, f"verification_ledger/{filename}/verdict.json")
+    assert ledger is not None and ledger["mode"] == "eval-space" and ledger["announced"]
+    posts = verifier_posts(world)
+    assert len(posts) == 1 and "**valid**" in posts[0]["body"] and "@agent-1" in posts[0]["body"]
+    assert posts[0]["filename"] in world.client.get("/v1/inbox/agent-1").json()["items"]
+
+
+def test_a_tampered_score_becomes_invalid(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "naive")
+    filename = promote(world, "agent-1", "results/r1.md", 0.99, artifacts="submission/")
+
+    report = loop_of(world).run_once()
+
+    assert report.outcomes == {filename: "invalid"}
+    assert world.index()[filename] == "invalid"
+    assert world.client.get("/v1/leaderboard").json()["rows"] == []
+
+
+def test_a_human_verdict_is_never_overwritten(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "naive")
+    decided = promote(world, "agent-1", "results/a.md", 0.99, artifacts="submission/")
+    raced = promote(world, "agent-1", "results/b.md", 0.98, artifacts="submission/")
+    set_index(world, **{decided: "valid"})  # a human decided before the evaluator ran
+    loop = loop_of(world)
+
+    # A human writes while the evaluator is scoring `raced`: the compare-and-set sees it.
+    original = loop.evaluate
+
+    def racing(submission_dir: Path, private_dir: Path) -> Any:
+        set_index(world, **{raced: "valid"})
+        return original(submission_dir, private_dir)
+
+    loop.evaluate = racing
+    report = loop.run_once()
+
+    assert decided not in report.outcomes  # not pending: never evaluated
+    assert report.outcomes == {raced: "deferred to a human verdict"}
+    assert world.index() == {decided: "valid", raced: "valid"}
+    ledger = world.status(AUDIT, f"verification_ledger/{raced}/verdict.json")
+    assert ledger is not None and ledger["state"] == "deferred"
+    assert ledger["human_verdict"] == "valid" and ledger["verdict"] == "invalid"
+    assert verifier_posts(world) == []
+
+
+def test_a_second_pass_changes_nothing(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
+    loop = loop_of(world)
+    loop.run_once()
+    index_before = world.index()
+    posts_before = verifier_posts(world)
+
+    again = loop.run_once()
+
+    assert again.examined == 0 and again.outcomes == {}
+    assert world.index() == index_before == {filename: "valid"}
+    assert verifier_posts(world) == posts_before
+
+
+def test_negative_and_unlocatable_results_are_handled_once(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    promote(world, "agent-1", "results/neg.md", 0.4, status="negative")
+    lost = promote(world, "agent-1", "results/lost.md", 0.9)
+    loop = loop_of(world)
+
+    first = loop.run_once()
+    second = loop.run_once()
+
+    assert first.outcomes == {lost: "unlocatable"}
+    assert second.outcomes == {lost: "already unlocatable"}
+    nudges = verifier_posts(world)
+    assert len(nudges) == 1 and "cannot be verified" in nudges[0]["body"]
+    assert world.index().get(lost, "pending") == "pending"
+
+
+def test_a_crashing_evaluator_leaves_the_result_pending(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
+
+    def broken(submission_dir: Path, private_dir: Path) -> dict[str, Any]:
+        raise RuntimeError("eval.json is corrupt")
+
+    report = EvalLoop(world.hub, broken).run_once()
+
+    assert report.outcomes == {filename: "failed"}
+    assert world.index().get(filename, "pending") == "pending"
+    ledger = world.status(AUDIT, f"verification_ledger/{filename}/verdict.json")
+    assert ledger == {"state": "failed", "message": "RuntimeError: eval.json is corrupt"}
+
+
+def test_evaluator_spec_errors_name_the_fix() -> None:
+    with pytest.raises(EvaluatorError, match="module:function"):
+        load_evaluator("evaluator.py")
+    with pytest.raises(EvaluatorError, match="has no callable 'score'"):
+        load_evaluator(f"{EXAMPLE / 'evaluator.py'}:score")
+    with pytest.raises(EvaluatorError, match="does not exist"):
+        load_evaluator("no/such/file.py:evaluate")
+
+
+def test_the_cli_runs_one_pass_from_the_environment(
+    world: ScoringWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
+    env = {
+        "ORG": ORG,
+        "COLLAB_SLUG": "chal",
+        "AUDIT_BUCKET": AUDIT,
+        "BUCKETSYNC_DATA_DIR": str(tmp_path / "data"),
+        "BUCKETSYNC_STORAGE": "local",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+    result = CliRunner().invoke(cli, ["challenge", "evaluate", "--evaluator", EVALUATOR, "--once"])
+
+    assert result.exit_code == 0, result.output
+    assert f"valid  {filename}" in result.output and "pending examined: 1" in result.output
+    assert world.index() == {filename: "valid"}
+    bad = CliRunner().invoke(cli, ["challenge", "evaluate", "--evaluator", "nope", "--once"])
+    assert bad.exit_code == 2 and "module:function" in bad.output
