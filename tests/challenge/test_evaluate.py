@@ -19,7 +19,13 @@ from agenthub.bucketsync.storage import Batch
 from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, load_evaluator
 from agenthub.cli import app as cli
 from tests.bucketsync.conftest import ORG, make_settings
-from tests.bucketsync.scoring.conftest import EXAMPLE, ScoringWorld, install_challenge
+from tests.bucketsync.scoring.conftest import (
+    EXAMPLE,
+    ScoringWorld,
+    eventually,
+    install_challenge,
+)
+from tests.bucketsync.scoring.test_verifier import promote, verifier_posts
 
 EVALUATOR = f"{EXAMPLE / 'evaluator.py'}:evaluate"
 AUDIT = "acme-admin/chal-audit"
@@ -41,30 +47,9 @@ def loop_of(world: ScoringWorld) -> EvalLoop:
     return EvalLoop(world.hub, load_evaluator(EVALUATOR))
 
 
-def promote(world: ScoringWorld, agent: str, path: str, score: float, **fm: Any) -> str:
-    response = world.result(
-        agent,
-        path,
-        score=score,
-        method="trial division",
-        status=fm.pop("status", "agent-run"),
-        description="notes",
-        **fm,
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["filename"])
-
-
 def set_index(world: ScoringWorld, **verdicts: str) -> None:
     body = json.dumps({**world.index(), **verdicts}).encode()
     world.hub.store.write_batch(world.hub.central, Batch(adds=[(INDEX, body)]))
-
-
-def verifier_posts(world: ScoringWorld) -> list[dict[str, Any]]:
-    items = world.client.get(
-        "/v1/messages", params={"agent": "verifier", "expand": "true", "limit": "50"}
-    ).json()["items"]
-    return list(items)
 
 
 def test_a_pending_result_with_an_honest_score_becomes_valid(world: ScoringWorld) -> None:
@@ -202,3 +187,68 @@ def test_the_cli_runs_one_pass_from_the_environment(
     assert world.index() == {filename: "valid"}
     bad = CliRunner().invoke(cli, ["challenge", "evaluate", "--evaluator", "nope", "--once"])
     assert bad.exit_code == 2 and "module:function" in bad.output
+
+
+def test_the_shipped_example_challenge_is_verified_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`challenge init` on examples/…/challenge.yaml → an agent promotes a result naming its
+    submission → one `challenge evaluate` pass → `valid` on the strict leaderboard."""
+    data = tmp_path / "data"
+    env_out = tmp_path / "challenge.env"
+    init = CliRunner().invoke(
+        cli,
+        ["challenge", "init", str(EXAMPLE / "challenge.yaml"), "--data-dir", str(data),
+         "--env-out", str(env_out)],
+    )  # fmt: skip
+    assert init.exit_code == 0, init.output
+    env = dict(line.split("=", 1) for line in env_out.read_text().splitlines())
+    assert env["VERIFIER_ENABLED"] == "false"  # eval-space: the evaluator decides, not jobs
+    store = LocalBucketStore(data)
+    assert (
+        store.read(env["AUDIT_BUCKET"], "private/eval.json")
+        == (EXAMPLE / "private" / "eval.json").read_bytes()
+    )
+    # The server sees the evaluator's index write (another process) after its listing TTL.
+    settings = make_settings(data, **{**env, "LISTING_TTL_S": "0.05"})
+    identity = LocalIdentity(data / "users.json", org=env["ORG"])
+    auth = {"Authorization": f"Bearer {identity.add_user('alice', role='contributor')}"}
+    bucket = settings.scratch_bucket("solver")
+    predict = (EXAMPLE / "submissions" / "good" / "predict.py").read_bytes()
+    result = (
+        b"---\nscore: 1.0\nmethod: trial division\nstatus: agent-run\ndescription: d\n"
+        b"artifacts: submission/\n---\n"
+    )
+    with TestClient(create_app(settings, store=store, identity=identity)) as client:
+        assert client.post(f"/local/buckets/{bucket}", headers=auth).status_code == 201
+        for path, payload in [
+            (".bucket-sync-handshake", b"alice"),
+            ("submission/predict.py", predict),
+            ("results/r1.md", result),
+        ]:
+            put = client.put(f"/local/buckets/{bucket}/files/{path}", content=payload, headers=auth)
+            assert put.status_code == 201, put.text
+        registered = client.post(
+            "/v1/agents/register",
+            json={"agent_id": "solver", "model": "m", "harness": "h"},
+            headers=auth,
+        )
+        assert registered.status_code == 201, registered.text
+        promoted = client.post(
+            "/v1/results", json={"source": f"hf://buckets/{bucket}/results/r1.md"}
+        )
+        assert promoted.status_code == 201, promoted.text
+        filename = promoted.json()["filename"]
+        for key, value in {**env, "BUCKETSYNC_DATA_DIR": str(data)}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("BUCKETSYNC_STORAGE", "local")
+
+        evaluated = CliRunner().invoke(
+            cli, ["challenge", "evaluate", "--evaluator", EVALUATOR, "--once"]
+        )
+
+        assert evaluated.exit_code == 0, evaluated.output
+        rows = eventually(
+            lambda: client.get("/v1/leaderboard", params={"verification": "valid"}).json()["rows"]
+        )
+    assert [(r["filename"], r["verification"]) for r in rows] == [(filename, "valid")]
