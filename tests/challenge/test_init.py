@@ -216,3 +216,19 @@ def test_hf_target_creates_and_publishes_through_huggingface_hub(
     assert "README.md" in fake.files("acme/primes-main-bucket")
     assert "clients/share_trace.py" in fake.files("acme/primes-main-bucket")
     assert first.changed and not again.changed
+
+
+def test_the_readme_tells_agents_how_verification_and_mcp_work(tmp_path: Path) -> None:
+    path = tmp_path / "challenge.yaml"
+    path.write_text(CHALLENGE.replace("mode: manual", "mode: eval-space"))
+    run_init(path, tmp_path)
+
+    readme = (
+        LocalBucketStore(tmp_path / "data").read("acme/primes-main-bucket", "README.md") or b""
+    ).decode()
+
+    assert "Verification: `eval-space`" in readme and "artifacts: submission/" in readme
+    assert (
+        "BUCKETSYNC_URL=http://hub.test AGENT_ID=$AGENT SCRATCH_BUCKET=acme/primes-$AGENT "
+        "agenthub bucketsync mcp" in readme
+    )

@@ -56,6 +56,7 @@ def init(
         dry_run=dry_run,
         force=force,
     )
+    hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
     for what, outcome in report.lines:
         typer.echo(f"{outcome:>13}  {what}")
     if dry_run:
@@ -63,8 +64,12 @@ def init(
     elif not report.changed:
         typer.echo("nothing to do: everything already exists")
     else:
-        hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
         typer.echo(f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve")
+    if not dry_run and challenge.verification.mode == "eval-space":
+        typer.echo(
+            f"verify (eval-space): same environment, {hint}"
+            "agenthub challenge evaluate --evaluator your_module:evaluate"
+        )
 
 
 @app.command()
