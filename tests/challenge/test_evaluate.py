@@ -252,3 +252,29 @@ def test_the_shipped_example_challenge_is_verified_end_to_end(
             lambda: client.get("/v1/leaderboard", params={"verification": "valid"}).json()["rows"]
         )
     assert [(r["filename"], r["verification"]) for r in rows] == [(filename, "valid")]
+
+
+def test_without_once_the_loop_keeps_polling_at_the_interval(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    loop = loop_of(world)
+    passes: list[dict[str, str]] = []
+    slept: list[float] = []
+
+    class Stop(Exception):
+        pass
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 1:  # a result arrives between two passes
+            promote(world, "agent-1", "results/late.md", 1.0, artifacts="submission/")
+        if len(slept) == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        loop.run(
+            interval_s=7.5, once=False, on_pass=lambda r: passes.append(r.outcomes), sleep=sleep
+        )
+
+    assert slept == [7.5, 7.5]
+    assert passes[0] == {} and list(passes[1].values()) == ["valid"]
