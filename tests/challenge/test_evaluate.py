@@ -139,7 +139,9 @@ def test_negative_and_unlocatable_results_are_handled_once(world: ScoringWorld) 
     assert world.index().get(lost, "pending") == "pending"
 
 
-def test_a_crashing_evaluator_leaves_the_result_pending(world: ScoringWorld) -> None:
+def test_a_crashing_evaluator_leaves_the_result_pending_until_it_is_fixed(
+    world: ScoringWorld,
+) -> None:
     world.agent("agent-1", "alice")
     world.submission("agent-1", "good")
     filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
@@ -152,7 +154,24 @@ def test_a_crashing_evaluator_leaves_the_result_pending(world: ScoringWorld) -> 
     assert report.outcomes == {filename: "failed"}
     assert world.index().get(filename, "pending") == "pending"
     ledger = world.status(AUDIT, f"verification_ledger/{filename}/verdict.json")
-    assert ledger == {"state": "failed", "message": "RuntimeError: eval.json is corrupt"}
+    assert ledger == {
+        "state": "failed",
+        "attempts": 1,
+        "message": "RuntimeError: eval.json is corrupt",
+    }
+    assert loop_of(world).run_once().outcomes == {filename: "valid"}  # fixed: retried
+
+
+def test_without_a_private_eval_set_nothing_is_judged(world: ScoringWorld) -> None:
+    world.agent("agent-1", "alice")
+    world.submission("agent-1", "good")
+    filename = promote(world, "agent-1", "results/r1.md", 1.0, artifacts="submission/")
+    world.hub.store.write_batch(AUDIT, Batch(deletes=["private/eval.json"]))
+
+    with pytest.raises(EvaluatorError, match=r"no private eval set.*private_dir"):
+        loop_of(world).run_once()
+
+    assert world.status(AUDIT, f"verification_ledger/{filename}/verdict.json") is None
 
 
 def test_evaluator_spec_errors_name_the_fix() -> None:

@@ -108,5 +108,8 @@ def evaluate(
 
     try:
         loop.run(interval_s=interval, once=once, on_pass=report)
+    except EvaluatorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         typer.echo("stopped")

@@ -6,8 +6,10 @@ each one's submission exactly as the jobs verifier does, copies it and the priva
 `evaluate(submission_dir, private_dir) -> dict` and records the verdict through the
 verifier's `VerdictBook`: the same tolerance rule, the same private side ledger written
 before the index, the same compare-and-set (a human verdict is never overwritten) and the
-same board announcement. A result the ledger already knows is not evaluated again, so a
-re-run of a pass changes nothing.
+same board announcement. A result the ledger already decided (or could not locate) is not
+evaluated again, so a re-run of a pass changes nothing; one whose evaluation raised is
+retried on the next pass (the organizer may have fixed the evaluator). Without a private
+eval set a pass refuses to judge anything.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ log = logging.getLogger("agenthub.challenge.evaluate")
 
 Evaluate = Callable[[Path, Path], Mapping[str, Any]]
 # Ledger states after which a pass leaves a result alone (a human or a new promotion decides).
-SETTLED = ("unlocatable", "failed", "undecidable")
+# A `failed` evaluation (the organizer's code raised) is retried on the next pass.
+SETTLED = ("unlocatable", "undecidable")
 
 
 class EvaluatorError(Exception):
-    """`--evaluator` does not name a callable `evaluate(submission_dir, private_dir)`."""
+    """`--evaluator` does not name a callable `evaluate(submission_dir, private_dir)`, or
+    there is nothing to evaluate against."""
 
 
 def load_evaluator(spec: str) -> Evaluate:
@@ -115,10 +119,7 @@ class EvalLoop:
             for filename in self.pending():
                 report.examined += 1
                 if private_dir is None:
-                    private_dir = self._download(
-                        Located(self.settings.audit_bucket, self.settings.private_dataset_prefix),
-                        Path(scratch) / "private",
-                    )
+                    private_dir = self._private_set(Path(scratch) / "private")
                 report.outcomes[filename] = self.consider(
                     filename, private_dir, Path(scratch) / "submissions" / filename
                 )
@@ -140,24 +141,36 @@ class EvalLoop:
             self.book.nudge(filename, author[1], problem)
             self.book.save_ledger(filename, {"state": "unlocatable", "problem": problem})
             return "unlocatable"
-        submission_dir = self._download(located, workdir)
+        attempts = int(ledger.get("attempts", 0)) + 1
         try:
+            submission_dir = self._download(located, workdir)
             summary = self.evaluate(submission_dir, private_dir)
-        except Exception as exc:  # the organizer's code: record it, keep the loop alive
-            log.exception("evaluate() failed on %s", filename)
-            self.book.save_ledger(
-                filename, {"state": "failed", "message": f"{type(exc).__name__}: {exc}"}
-            )
-            return "failed"
-        if not isinstance(summary, Mapping):
+            if not isinstance(summary, Mapping):
+                raise TypeError(f"evaluate() returned {type(summary).__name__}, not a dict")
+        except Exception as exc:  # the organizer's code: record it, retry next pass
+            log.exception("evaluating %s failed", filename)
             self.book.save_ledger(
                 filename,
-                {"state": "failed", "message": f"evaluate() returned {type(summary).__name__}"},
+                {
+                    "state": "failed",
+                    "attempts": attempts,
+                    "message": f"{type(exc).__name__}: {exc}",
+                },
             )
             return "failed"
         return self.book.record(
             filename, {"mode": "eval-space", "submission": located.prefix}, dict(summary)
         )
+
+    def _private_set(self, target: Path) -> Path:
+        s = self.settings
+        if not self.hub.store.list(s.audit_bucket, s.private_dataset_prefix):
+            raise EvaluatorError(
+                f"no private eval set at hf://buckets/{s.audit_bucket}/"
+                f"{s.private_dataset_prefix}: set verification.private_dir in challenge.yaml "
+                "and re-run `agenthub challenge init`"
+            )
+        return self._download(Located(s.audit_bucket, s.private_dataset_prefix), target)
 
     def _download(self, located: Located, target: Path) -> Path:
         target.mkdir(parents=True, exist_ok=True)
