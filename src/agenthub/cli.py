@@ -34,11 +34,25 @@ def up(
         envvar="HUB_CORE_STATEHUB_INBOX_AGENT",
         help="The agent whose inbox hub-core serves.",
     ),
+    bucketsync_port: int = typer.Option(8300, help="bucket-sync port (0: any free port)."),
+    challenge: Path | None = typer.Option(
+        None, help="The challenge.yaml bucket-sync runs (default: the shipped example)."
+    ),
 ) -> None:
-    """Start State Hub and hub-core (following it) on SQLite under ./var; print URLs and token."""
+    """Start State Hub, hub-core (following it) and bucket-sync with an example challenge,
+    all under ./var; print every URL and the tokens a first user needs."""
     import asyncio
 
-    from agenthub.up import Stack, serve_stack
+    from agenthub.challenge.schema import ChallengeError
+    from agenthub.up import EXAMPLE_CHALLENGE, Stack, serve_stack
+
+    challenge_file = challenge or EXAMPLE_CHALLENGE
+    if not challenge_file.is_file():
+        typer.echo(
+            f"error: {challenge_file} does not exist; pass --challenge path/to/challenge.yaml",
+            err=True,
+        )
+        raise typer.Exit(2)
 
     def ready(stack: Stack) -> None:
         inbox = f"{stack.hubcore_url}/ports/projections/statehub-inbox?to_agent={stack.agent}"
@@ -52,20 +66,67 @@ def up(
             f"  curl -s -X POST {stack.statehub_url}/messages/ -H 'content-type: application/json' "
             f"""-d '{{"from_agent":"alice","to_agent":"{stack.agent}","subject":"hi","body":"hello"}}'""",
             f"  curl -s -H 'Authorization: Bearer {stack.token}' '{inbox}'",
-            "Ctrl-C stops both.",
         ]
+        if stack.bucketsync is not None:
+            lines += bucketsync_lines(stack)
+        lines.append("Ctrl-C stops them all.")
         typer.echo("\n".join(lines))
 
-    asyncio.run(
-        serve_stack(
-            var,
-            host=host,
-            statehub_port=statehub_port,
-            hubcore_port=hubcore_port,
-            agent=agent,
-            on_ready=ready,
+    try:
+        asyncio.run(
+            serve_stack(
+                var,
+                host=host,
+                statehub_port=statehub_port,
+                hubcore_port=hubcore_port,
+                agent=agent,
+                on_ready=ready,
+                bucketsync_port=bucketsync_port,
+                challenge=challenge_file,
+            )
         )
-    )
+    except ChallengeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def bucketsync_lines(stack: object) -> list[str]:
+    """What a first user of bucket-sync needs: URLs, tokens, and a copy-pasteable start."""
+    from agenthub.up import EXAMPLE_CHALLENGE, Stack
+
+    assert isinstance(stack, Stack) and stack.bucketsync is not None
+    b = stack.bucketsync
+    url, alice, boss = b.url, b.tokens["alice"], b.tokens["organizer"]
+    bucket = f"{b.org}/{b.slug}-agent-1"
+    return [
+        f"bucket-sync {url}   (local buckets in {b.data_dir}, environment {b.env_file})",
+        f"  self-description {url}/v1   agents' README hf://buckets/{b.central_bucket}/README.md",
+        f"  leaderboard {url}/v1/leaderboard   digest {url}/v1/digest",
+        f"token alice       {alice}   (contributor; kept in {stack.var / 'bucketsync-tokens.json'})",
+        f"token organizer   {boss}   (admin)",
+        "try (as alice's agent agent-1):",
+        f"  export T={alice}",
+        f'  curl -s -H "Authorization: Bearer $T" '
+        f"{url}/local/buckets/{b.central_bucket}/files/README.md   # the agents' README",
+        f'  curl -s -XPOST {url}/local/buckets/{bucket} -H "Authorization: Bearer $T"',
+        f"  curl -s -XPUT {url}/local/buckets/{bucket}/files/.bucket-sync-handshake "
+        '-H "Authorization: Bearer $T" --data-binary alice',
+        f'  curl -s -XPOST {url}/v1/agents/register -H "Authorization: Bearer $T" '
+        "-H 'content-type: application/json' "
+        """-d '{"agent_id":"agent-1","model":"m","harness":"h"}'""",
+        f"  curl -s -XPUT {url}/local/buckets/{bucket}/files/notes/hi.md "
+        "-H \"Authorization: Bearer $T\" --data-binary 'hello, board'",
+        f"  curl -s -XPOST {url}/v1/messages -H 'content-type: application/json' "
+        f"""-d '{{"source":"hf://buckets/{bucket}/notes/hi.md"}}'""",
+        f"  curl -s '{url}/v1/messages?expand=true'",
+        "verify results (eval-space, another shell):",
+        f"  set -a; . {b.env_file}; set +a; BUCKETSYNC_DATA_DIR={b.data_dir} "
+        "agenthub challenge evaluate --evaluator "
+        f"{EXAMPLE_CHALLENGE.parent / 'evaluator.py'}:evaluate",
+        "MCP for agent harnesses:",
+        f"  BUCKETSYNC_URL={url} AGENT_ID=agent-1 SCRATCH_BUCKET={bucket} BUCKETSYNC_TOKEN=$T "
+        "agenthub bucketsync mcp",
+    ]
 
 
 if __name__ == "__main__":

@@ -1,16 +1,22 @@
-"""`agenthub up`: State Hub and hub-core on the embedded defaults, in one process.
+"""`agenthub up`: State Hub, hub-core and bucket-sync on the embedded defaults, in one
+process.
 
-Both are uvicorn servers on one event loop. State Hub starts first (so its
+All are uvicorn servers on one event loop. State Hub starts first (so its
 real port is known when a port of 0 was asked for), then hub-core following
 it with reads enabled for one agent and an operator token kept under the var
-directory (0600) so restarts keep it. SIGINT/SIGTERM stop hub-core first (its
-follower's long-poll closes) and then State Hub.
+directory (0600) so restarts keep it. bucket-sync runs on the local bucket store
+under `var/bucketsync` with an example challenge set up through the same
+bootstrap as `agenthub challenge init`, and two local-identity users (an organizer
+and a first contributor) whose tokens are kept in `var/bucketsync-tokens.json`
+(0600). SIGINT/SIGTERM stop bucket-sync and hub-core first (the follower's
+long-poll closes) and then State Hub.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -22,9 +28,29 @@ from typing import Any
 
 import uvicorn
 
+from agenthub.bucketsync.errors import Unauthorized
+from agenthub.bucketsync.identity import LocalIdentity
+
 TOKEN_FILE = "operator-token"
+BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"
+BUCKETSYNC_USERS = {"organizer": "admin", "alice": "contributor"}
+EXAMPLE_CHALLENGE = (
+    Path(__file__).resolve().parents[2] / "examples" / "bucketsync-challenge" / "challenge.yaml"
+)
 DEFAULT_AGENT = "operator"
 START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class BucketSync:
+    url: str
+    central_bucket: str
+    org: str
+    slug: str
+    tokens: dict[str, str]  # user -> bearer token
+    data_dir: Path
+    env_file: Path
+    init_report: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -34,6 +60,7 @@ class Stack:
     token: str
     agent: str
     var: Path
+    bucketsync: BucketSync | None = None
 
 
 def operator_token(var: Path) -> str:
@@ -49,6 +76,78 @@ def operator_token(var: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(token + "\n")
     return token
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+def bucketsync_tokens(var: Path, identity: LocalIdentity) -> dict[str, str]:
+    """Tokens of the stack's bucket-sync users: kept in `var/bucketsync-tokens.json` (0600)
+    while the user file still knows them, created (or re-keyed) otherwise."""
+    path = var / BUCKETSYNC_TOKENS_FILE
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    tokens: dict[str, str] = {}
+    for user, role in BUCKETSYNC_USERS.items():
+        token = kept.get(user) if isinstance(kept, dict) else None
+        try:
+            known = isinstance(token, str) and identity.whoami(token).user == user
+        except Unauthorized:
+            known = False
+        tokens[user] = str(token) if known else identity.add_user(user, role=role)
+    if tokens != kept:
+        _write_private(path, json.dumps(tokens, indent=2) + "\n")
+    return tokens
+
+
+def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> tuple[Any, Any]:
+    """Set the example challenge up on the local store (idempotent) and build bucket-sync's
+    app; returns (app, BucketSync without its URL)."""
+    from agenthub.bucketsync.app import create_app
+    from agenthub.bucketsync.localstore import LocalBucketStore
+    from agenthub.bucketsync.settings import load_settings
+    from agenthub.challenge import bootstrap
+    from agenthub.challenge.schema import load
+
+    challenge = load(challenge_file)
+    data_dir = var / "bucketsync"
+    store = LocalBucketStore(data_dir)
+    env_file = var / "challenge.env"
+    # `up` owns var/: its generated files follow the current URL (a port of 0 changes it).
+    report = bootstrap.apply(
+        bootstrap.plan(challenge, service_url=public_url), store, env_file=env_file, force=True
+    )
+    settings = load_settings(
+        **challenge.to_env(), BUCKETSYNC_DATA_DIR=str(data_dir), BUCKETSYNC_STORAGE="local"
+    )
+    identity = LocalIdentity(data_dir / "users.json", org=settings.org)
+    tokens = bucketsync_tokens(var, identity)
+    app = create_app(settings, store=store, identity=identity)
+    info = BucketSync(
+        url=public_url,
+        central_bucket=settings.central_bucket,
+        org=settings.org,
+        slug=settings.collab_slug,
+        tokens=tokens,
+        data_dir=data_dir,
+        env_file=env_file,
+        init_report=list(report.lines),
+    )
+    return app, info
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 class _Server(uvicorn.Server):
@@ -93,6 +192,8 @@ async def serve_stack(
     hubcore_port: int,
     agent: str,
     on_ready: Callable[[Stack], None],
+    bucketsync_port: int | None = None,
+    challenge: Path = EXAMPLE_CHALLENGE,
 ) -> None:
     from agenthub.hubcore.app import create_app as create_hubcore
     from agenthub.hubcore.settings import HubCoreSettings
@@ -125,16 +226,41 @@ async def serve_stack(
         statehub.should_exit = True
         await statehub_task
         raise
+    bucketsync_info: BucketSync | None = None
+    extra: list[tuple[_Server, asyncio.Task[None]]] = []
+    if bucketsync_port is not None:
+        try:
+            # The README names bucket-sync's URL, so the port is fixed before the bootstrap.
+            port = bucketsync_port or _free_port(host)
+            bucketsync_app, bucketsync_info = prepare_bucketsync(
+                var, challenge, public_url=f"http://{host}:{port}"
+            )
+            bucketsync, bucketsync_task, _bound = await _start(bucketsync_app, host, port)
+            extra.append((bucketsync, bucketsync_task))
+        except BaseException:
+            hubcore.should_exit = True
+            statehub.should_exit = True
+            await hubcore_task
+            await statehub_task
+            raise
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
-    on_ready(Stack(statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var))
+    on_ready(
+        Stack(statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var, bucketsync_info)
+    )
     try:
         done = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait([done, statehub_task, hubcore_task], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            [done, statehub_task, hubcore_task, *(task for _s, task in extra)],
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         done.cancel()
     finally:
+        for server, task in extra:
+            server.should_exit = True
+            await task
         hubcore.should_exit = True
         await hubcore_task
         # The cancelled long-poll is expected here; uvicorn would log it as an error.

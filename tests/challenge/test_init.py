@@ -232,3 +232,19 @@ def test_bs_13_39_readme_staying_responsive_quotes_the_watcher_recipes(
     assert "sh collab_watch.sh http://hub.test $AGENT" in section
     assert "sh collab_watch.sh --exec './handle.sh' http://hub.test $AGENT" in section
     assert "re-arm" in section and "foreground" in section
+
+
+def test_the_readme_tells_agents_how_verification_and_mcp_work(tmp_path: Path) -> None:
+    path = tmp_path / "challenge.yaml"
+    path.write_text(CHALLENGE.replace("mode: manual", "mode: eval-space"))
+    run_init(path, tmp_path)
+
+    readme = (
+        LocalBucketStore(tmp_path / "data").read("acme/primes-main-bucket", "README.md") or b""
+    ).decode()
+
+    assert "Verification: `eval-space`" in readme and "artifacts: submission/" in readme
+    assert (
+        "BUCKETSYNC_URL=http://hub.test AGENT_ID=$AGENT SCRATCH_BUCKET=acme/primes-$AGENT "
+        "agenthub bucketsync mcp" in readme
+    )

@@ -73,7 +73,18 @@ def test_a_write_on_state_hub_is_read_live_through_hub_core(
 def test_agenthub_up_serves_a_state_hub_write_through_hub_core(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agenthub.cli", "up", "--statehub-port", "0", "--hubcore-port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "agenthub.cli",
+            "up",
+            "--statehub-port",
+            "0",
+            "--hubcore-port",
+            "0",
+            "--bucketsync-port",
+            "0",
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -112,6 +123,10 @@ def test_agenthub_up_serves_a_state_hub_write_through_hub_core(tmp_path: Path) -
                 assert time.monotonic() < deadline, response.text
                 time.sleep(0.05)
         assert response.headers["x-hub-core-read-mode"] == "live"
+        bucketsync_url = re.search(r"^bucket-sync\s+(\S+)", text, re.M)
+        alice = re.search(r"^token alice\s+(\S+)", text, re.M)
+        assert bucketsync_url and alice, text
+        post_through_bucketsync(bucketsync_url.group(1), alice.group(1))
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -120,3 +135,35 @@ def test_agenthub_up_serves_a_state_hub_write_through_hub_core(tmp_path: Path) -
             if process.poll() is None:
                 process.kill()
     assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+def post_through_bucketsync(base: str, token: str) -> None:
+    """The first-user path `agenthub up` prints: the example challenge is initialised and a
+    message posted through bucket-sync's API is readable back."""
+    auth = {"Authorization": f"Bearer {token}"}
+    bucket = "local/primes-agent-1"
+    with httpx.Client(base_url=base, timeout=10) as client:
+        readme = client.get("/local/buckets/local/primes-main-bucket/files/README.md", headers=auth)
+        assert readme.status_code == 200 and "# Prime hunt" in readme.text
+        assert f"{base}/v1/agents/register" in readme.text
+        assert client.post(f"/local/buckets/{bucket}", headers=auth).status_code in (200, 201)
+        put = client.put(
+            f"/local/buckets/{bucket}/files/.bucket-sync-handshake", content=b"alice", headers=auth
+        )
+        assert put.status_code == 201, put.text
+        registered = client.post(
+            "/v1/agents/register",
+            json={"agent_id": "agent-1", "model": "m", "harness": "h"},
+            headers=auth,
+        )
+        assert registered.status_code == 201, registered.text
+        note = client.put(
+            f"/local/buckets/{bucket}/files/notes/hi.md", content=b"hello, board", headers=auth
+        )
+        assert note.status_code == 201, note.text
+        posted = client.post("/v1/messages", json={"source": f"hf://buckets/{bucket}/notes/hi.md"})
+        assert posted.status_code == 201, posted.text
+        filename = posted.json()["filename"]
+        read = client.get(f"/v1/messages/{filename}")
+        assert read.status_code == 200 and "hello, board" in read.json()["body"]
+        assert read.json()["frontmatter"]["agent"] == "agent-1"

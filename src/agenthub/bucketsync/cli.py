@@ -131,6 +131,21 @@ def backfill_inbox(
     )
 
 
+@app.command()
+def mcp() -> None:
+    """Serve bucket-sync's agent tools over MCP on stdio (digest, post_message, read_inbox,
+    wait_for_updates, promote_result, leaderboard). Configured by BUCKETSYNC_URL, AGENT_ID,
+    SCRATCH_BUCKET, and BUCKETSYNC_TOKEN (local mode) or a logged-in `hf` CLI."""
+    from agenthub.bucketsync.mcpserver import McpConfig, McpConfigError, serve_stdio
+
+    try:
+        config = McpConfig.from_env()
+        serve_stdio(config)
+    except McpConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")
 app.add_typer(verify_app, name="verify")
 

@@ -179,7 +179,7 @@ class WatchClient:
                 if not page.get("cursor"):
                     raise WatchError("a page with items but no cursor; refusing to guess one")
                 return page
-            if time.monotonic() - asked < 2.0:
+            if time.monotonic() - asked < min(2.0, wait * 0.9):
                 # Degraded or instantly-empty answers: never hot-loop.
                 self.sleep(self.backoff_s)
 

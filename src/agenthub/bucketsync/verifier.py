@@ -100,15 +100,16 @@ def verdict_for(
     return ("valid" if ok else "invalid"), details
 
 
-class Verifier:
-    def __init__(self, hub: Hub, jobs: JobsService) -> None:
+class VerdictBook:
+    """The verdict side of verification, shared by every mode that re-scores results (the
+    jobs verifier below, and `agenthub challenge evaluate`): the private side ledger, locating
+    a submission, the compare-and-set into the index (human verdicts win) and the board
+    announcement. Needs no JobsService."""
+
+    def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self.jobs = jobs
         self.settings = hub.settings
-        self._lock = threading.Lock()
         self._index_lock = threading.Lock()
-        self._considering: set[str] = set()
-        self.launched = 0
         self.announced = 0
 
     # -- side ledger ------------------------------------------------------------------------
@@ -125,70 +126,11 @@ class Verifier:
             return None
         return parsed if isinstance(parsed, dict) else None
 
-    def _save_ledger(self, filename: str, entry: dict[str, Any]) -> None:
+    def save_ledger(self, filename: str, entry: dict[str, Any]) -> None:
         body = json.dumps(entry, indent=2, sort_keys=True).encode()
         self.hub.store.write_batch(
             self.settings.audit_bucket, Batch(adds=[(self._ledger_path(filename), body)])
         )
-
-    def run_prefix(self, filename: str) -> str:
-        return f"{self.settings.verification_runs_prefix}{filename}/"
-
-    # -- trigger ----------------------------------------------------------------------------
-    def consider_async(self, filename: str) -> None:
-        """Best effort, off the request thread: `POST /v1/results` never waits or fails."""
-        threading.Thread(
-            target=self._consider_logged, args=(filename,), name=f"verify-{filename}", daemon=True
-        ).start()
-
-    def _consider_logged(self, filename: str) -> None:
-        try:
-            self.consider(filename)
-        except Exception:
-            log.exception("verifier could not consider %s", filename)
-
-    def consider(self, filename: str) -> str:
-        """Decide whether `filename` needs a re-run and launch it; returns what happened."""
-        with self._lock:
-            if filename in self._considering:
-                return "in flight"
-            self._considering.add(filename)
-        try:
-            return self._consider(filename)
-        finally:
-            with self._lock:
-                self._considering.discard(filename)
-
-    def _consider(self, filename: str) -> str:
-        hub = self.hub
-        record = hub.read_model.record(naming.result_path(filename), naming.RESULTS)
-        if record is None:
-            return "no such result"
-        fm = record.frontmatter
-        score = score_of(fm, self.settings.score_field)
-        if fm.get("status") != "agent-run" or score is None:
-            return "not eligible"
-        index = self._index_fresh()
-        if index is None:
-            return "index unreadable"
-        if index.get(filename, "pending") != "pending":
-            return "already decided"
-        if self.ledger(filename) is not None:
-            return "already handled"
-        champion = self.champion_score(index)
-        if champion is not None and not self._beats(score, champion):
-            return "not a champion"
-        author = naming.parse_stamped_filename(filename)
-        assert author is not None
-        located, problem = self.locate(author[1], fm)
-        if located is None:
-            self._nudge(filename, author[1], problem)
-            self._save_ledger(filename, {"state": "unlocatable", "problem": problem})
-            return "unlocatable"
-        return self._launch(filename, author[1], score, located)
-
-    def _beats(self, score: float, champion: float) -> bool:
-        return score > champion if self.settings.score_order == "desc" else score < champion
 
     def champion_score(self, index: Mapping[str, str]) -> float | None:
         ranking = scored_results(self.hub).ranking(
@@ -231,109 +173,8 @@ class Verifier:
             return None, f"hf://buckets/{bucket}/{prefix} has no files"
         return Located(bucket, prefix), ""
 
-    def _launch(self, filename: str, author: str, reported: float, located: Located) -> str:
-        s = self.settings
-        run_prefix = self.run_prefix(filename)
-        spec = self.jobs.spec(
-            [
-                Mount(located.bucket, located.prefix, "/submission", read_only=True),
-                Mount(s.audit_bucket, s.private_dataset_prefix, "/private", read_only=True),
-                Mount(s.audit_bucket, run_prefix, "/state", read_only=False),
-            ],
-            private=True,
-            labels={"collab": s.collab_slug, "agent": author, "kind": "verifier"},
-        )
-        pending = RunRecord(
-            job_id="",
-            job_url="",
-            kind="verifier",
-            agent_id=author,
-            submission_bucket=located.bucket,
-            submission_prefix=located.prefix,
-            status_bucket=s.audit_bucket,
-            run_prefix=run_prefix,
-            launched_at=self._now(),
-            timeout_s=spec.timeout_s,
-            extra={"result": filename, "reported": reported},
-        )
-        try:
-            self.jobs.check_harness()
-            record = self.jobs.launch_run(pending, spec)
-        except BucketSyncError as exc:
-            log.error("verification run for %s not launched: %s", filename, exc.message)
-            self._save_ledger(filename, {"state": "failed", "message": exc.message})
-            return "launch failed"
-        self._save_ledger(
-            filename,
-            {
-                "state": "running",
-                "job_id": record.job_id,
-                "job_url": record.job_url,
-                "reported": reported,
-                "run_prefix": run_prefix,
-                "launched_at": record.launched_at,
-            },
-        )
-        self.launched += 1
-        self.jobs.watch(record, on_done=self.on_run_done)
-        return "launched"
-
     # -- verdict ----------------------------------------------------------------------------
-    def on_run_done(self, outcome: Outcome) -> None:
-        filename = str(outcome.record.extra.get("result"))
-        self.decide(filename, outcome.state)
-
-    def decide(self, filename: str, state: JobState) -> str:
-        ledger = self.ledger(filename) or {}
-        if ledger.get("state") in ("decided", "deferred"):
-            return self._commit(filename, ledger)
-        if state.stage != COMPLETED:
-            self._save_ledger(
-                filename,
-                {**ledger, "state": "failed", "stage": state.stage, "message": state.message},
-            )
-            return "job failed"
-        record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
-        reported = score_of(record.frontmatter, self.settings.score_field) if record else None
-        summary = self._summary(filename)
-        if reported is None or summary is None:
-            self._save_ledger(
-                filename, {**ledger, "state": "undecidable", "reason": "no summary.json or score"}
-            )
-            return "undecidable"
-        verdict, details = verdict_for(
-            reported,
-            summary,
-            score_field=self.settings.score_field,
-            tolerance=self.settings.verifier_score_tol,
-            guard_field=self.settings.verifier_guard_field,
-            guard_cap=self.settings.verifier_guard_cap,
-        )
-        if verdict is None:
-            self._save_ledger(filename, {**ledger, "state": "undecidable", **details})
-            return "undecidable"
-        ledger = {
-            **ledger,
-            "state": "decided",
-            "verdict": verdict,
-            "written": None,
-            "announced": False,
-            **details,
-        }
-        self._save_ledger(filename, ledger)
-        return self._commit(filename, ledger)
-
-    def _summary(self, filename: str) -> dict[str, Any] | None:
-        data = self.hub.store.read(
-            self.settings.audit_bucket, f"{self.run_prefix(filename)}{SUMMARY_FILE}"
-        )
-        try:
-            parsed = json.loads(data) if data is not None else None
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
-
-    def _index_fresh(self) -> dict[str, str] | None:
+    def index_fresh(self) -> dict[str, str] | None:
         """The index as stored now (not the TTL'd copy); None if unreadable."""
         try:
             data = self.hub.store.read(self.hub.central, VERIFICATION_INDEX)
@@ -349,24 +190,24 @@ class Verifier:
             return None
         return {str(k): str(v) for k, v in parsed.items()}
 
-    def _commit(self, filename: str, ledger: dict[str, Any]) -> str:
+    def commit(self, filename: str, ledger: dict[str, Any]) -> str:
         """Compare-and-set the verdict into the index, then announce it (each at most once)."""
         verdict = str(ledger["verdict"])
         if ledger.get("state") == "deferred":
             return "deferred to a human verdict"
         with self._index_lock:
-            index = self._index_fresh()
+            index = self.index_fresh()
             if index is None:
                 log.error("verification index unreadable; %s stays pending for now", filename)
                 return "index unreadable"
             current = index.get(filename, "pending")
             if current != "pending" and current != ledger.get("written"):
                 ledger = {**ledger, "state": "deferred", "human_verdict": current}
-                self._save_ledger(filename, ledger)
+                self.save_ledger(filename, ledger)
                 return "deferred to a human verdict"
             if ledger.get("written") != verdict:
                 ledger = {**ledger, "written": verdict}
-                self._save_ledger(filename, ledger)  # intent first: see the module docstring
+                self.save_ledger(filename, ledger)  # intent first: see the module docstring
             if current != verdict:
                 index[filename] = verdict
                 body = json.dumps(index, indent=2, sort_keys=True).encode()
@@ -375,7 +216,7 @@ class Verifier:
             author = naming.parse_stamped_filename(filename)
             assert author is not None
             self._announce_verdict(filename, author[1], verdict, ledger)
-            self._save_ledger(filename, {**ledger, "announced": True})
+            self.save_ledger(filename, {**ledger, "announced": True})
         return verdict
 
     # -- the board --------------------------------------------------------------------------
@@ -396,7 +237,7 @@ class Verifier:
             )
         self.announce(body + ".\n", refs=[naming.result_path(filename)], kind="verification")
 
-    def _nudge(self, filename: str, author: str, problem: str) -> None:
+    def nudge(self, filename: str, author: str, problem: str) -> None:
         s = self.settings
         body = (
             f"@{author} your result `{filename}` cannot be verified: {problem}. Name the "
@@ -454,6 +295,183 @@ class Verifier:
     def _now(self) -> str:
         return self.hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
+    def record(
+        self, filename: str, ledger: dict[str, Any], summary: Mapping[str, Any] | None
+    ) -> str:
+        """Decide `filename` from a re-run's `summary` and write the verdict (ledger first)."""
+        record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+        reported = score_of(record.frontmatter, self.settings.score_field) if record else None
+        if reported is None or summary is None:
+            self.save_ledger(
+                filename, {**ledger, "state": "undecidable", "reason": "no summary.json or score"}
+            )
+            return "undecidable"
+        verdict, details = verdict_for(
+            reported,
+            summary,
+            score_field=self.settings.score_field,
+            tolerance=self.settings.verifier_score_tol,
+            guard_field=self.settings.verifier_guard_field,
+            guard_cap=self.settings.verifier_guard_cap,
+        )
+        if verdict is None:
+            self.save_ledger(filename, {**ledger, "state": "undecidable", **details})
+            return "undecidable"
+        ledger = {
+            **ledger,
+            "state": "decided",
+            "verdict": verdict,
+            "written": None,
+            "announced": False,
+            **details,
+        }
+        self.save_ledger(filename, ledger)
+        return self.commit(filename, ledger)
+
+
+class Verifier(VerdictBook):
+    """`verification.mode: jobs`: re-run champions as private jobs, then record verdicts."""
+
+    def __init__(self, hub: Hub, jobs: JobsService) -> None:
+        super().__init__(hub)
+        self.jobs = jobs
+        self._lock = threading.Lock()
+        self._considering: set[str] = set()
+        self.launched = 0
+
+    def run_prefix(self, filename: str) -> str:
+        return f"{self.settings.verification_runs_prefix}{filename}/"
+
+    # -- trigger ----------------------------------------------------------------------------
+    def consider_async(self, filename: str) -> None:
+        """Best effort, off the request thread: `POST /v1/results` never waits or fails."""
+        threading.Thread(
+            target=self._consider_logged, args=(filename,), name=f"verify-{filename}", daemon=True
+        ).start()
+
+    def _consider_logged(self, filename: str) -> None:
+        try:
+            self.consider(filename)
+        except Exception:
+            log.exception("verifier could not consider %s", filename)
+
+    def consider(self, filename: str) -> str:
+        """Decide whether `filename` needs a re-run and launch it; returns what happened."""
+        with self._lock:
+            if filename in self._considering:
+                return "in flight"
+            self._considering.add(filename)
+        try:
+            return self._consider(filename)
+        finally:
+            with self._lock:
+                self._considering.discard(filename)
+
+    def _consider(self, filename: str) -> str:
+        hub = self.hub
+        record = hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+        if record is None:
+            return "no such result"
+        fm = record.frontmatter
+        score = score_of(fm, self.settings.score_field)
+        if fm.get("status") != "agent-run" or score is None:
+            return "not eligible"
+        index = self.index_fresh()
+        if index is None:
+            return "index unreadable"
+        if index.get(filename, "pending") != "pending":
+            return "already decided"
+        if self.ledger(filename) is not None:
+            return "already handled"
+        champion = self.champion_score(index)
+        if champion is not None and not self._beats(score, champion):
+            return "not a champion"
+        author = naming.parse_stamped_filename(filename)
+        assert author is not None
+        located, problem = self.locate(author[1], fm)
+        if located is None:
+            self.nudge(filename, author[1], problem)
+            self.save_ledger(filename, {"state": "unlocatable", "problem": problem})
+            return "unlocatable"
+        return self._launch(filename, author[1], score, located)
+
+    def _beats(self, score: float, champion: float) -> bool:
+        return score > champion if self.settings.score_order == "desc" else score < champion
+
+    def _launch(self, filename: str, author: str, reported: float, located: Located) -> str:
+        s = self.settings
+        run_prefix = self.run_prefix(filename)
+        spec = self.jobs.spec(
+            [
+                Mount(located.bucket, located.prefix, "/submission", read_only=True),
+                Mount(s.audit_bucket, s.private_dataset_prefix, "/private", read_only=True),
+                Mount(s.audit_bucket, run_prefix, "/state", read_only=False),
+            ],
+            private=True,
+            labels={"collab": s.collab_slug, "agent": author, "kind": "verifier"},
+        )
+        pending = RunRecord(
+            job_id="",
+            job_url="",
+            kind="verifier",
+            agent_id=author,
+            submission_bucket=located.bucket,
+            submission_prefix=located.prefix,
+            status_bucket=s.audit_bucket,
+            run_prefix=run_prefix,
+            launched_at=self._now(),
+            timeout_s=spec.timeout_s,
+            extra={"result": filename, "reported": reported},
+        )
+        try:
+            self.jobs.check_harness()
+            record = self.jobs.launch_run(pending, spec)
+        except BucketSyncError as exc:
+            log.error("verification run for %s not launched: %s", filename, exc.message)
+            self.save_ledger(filename, {"state": "failed", "message": exc.message})
+            return "launch failed"
+        self.save_ledger(
+            filename,
+            {
+                "state": "running",
+                "job_id": record.job_id,
+                "job_url": record.job_url,
+                "reported": reported,
+                "run_prefix": run_prefix,
+                "launched_at": record.launched_at,
+            },
+        )
+        self.launched += 1
+        self.jobs.watch(record, on_done=self.on_run_done)
+        return "launched"
+
+    # -- verdict ----------------------------------------------------------------------------
+    def on_run_done(self, outcome: Outcome) -> None:
+        filename = str(outcome.record.extra.get("result"))
+        self.decide(filename, outcome.state)
+
+    def decide(self, filename: str, state: JobState) -> str:
+        ledger = self.ledger(filename) or {}
+        if ledger.get("state") in ("decided", "deferred"):
+            return self.commit(filename, ledger)
+        if state.stage != COMPLETED:
+            self.save_ledger(
+                filename,
+                {**ledger, "state": "failed", "stage": state.stage, "message": state.message},
+            )
+            return "job failed"
+        return self.record(filename, ledger, self._summary(filename))
+
+    def _summary(self, filename: str) -> dict[str, Any] | None:
+        data = self.hub.store.read(
+            self.settings.audit_bucket, f"{self.run_prefix(filename)}{SUMMARY_FILE}"
+        )
+        try:
+            parsed = json.loads(data) if data is not None else None
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
     # -- offline healing --------------------------------------------------------------------
     def reconcile(self) -> ReconcileReport:
         """Finish runs that ended without a recorded verdict (idempotent)."""
@@ -487,7 +505,7 @@ class Verifier:
             elif state == "decided" and not (
                 ledger.get("written") == ledger.get("verdict") and ledger.get("announced")
             ):
-                self._commit(filename, ledger)
+                self.commit(filename, ledger)
                 report.healed += 1
             else:
                 report.skipped += 1

@@ -75,11 +75,10 @@ def plan(challenge: Challenge, *, service_url: str) -> Plan:
         ):
             if directory is None:
                 continue
-            files += [
-                PlannedFile(bucket, prefix + p.relative_to(directory).as_posix(), p.read_bytes())
-                for p in sorted(directory.rglob("*"))
-                if p.is_file() and "__pycache__" not in p.parts
-            ]
+            files += _tree(directory, bucket, prefix)
+    private = challenge.verification.private_dir
+    if private is not None and (challenge.jobs is None or challenge.jobs.private_dir is None):
+        files += _tree(private, challenge.audit, "private/")
     return Plan(
         env=challenge.to_env(),
         buckets=[(challenge.central, False), (challenge.audit, True)],
@@ -138,6 +137,14 @@ def apply(
         if adds and not dry_run:
             store.write_batch(bucket, Batch(adds=adds))
     return report
+
+
+def _tree(directory: Path, bucket: str, prefix: str) -> list[PlannedFile]:
+    return [
+        PlannedFile(bucket, prefix + p.relative_to(directory).as_posix(), p.read_bytes())
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
 
 
 def _same(content_hash: str, data: bytes) -> bool:

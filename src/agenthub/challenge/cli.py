@@ -56,6 +56,7 @@ def init(
         dry_run=dry_run,
         force=force,
     )
+    hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
     for what, outcome in report.lines:
         typer.echo(f"{outcome:>13}  {what}")
     if dry_run:
@@ -63,5 +64,52 @@ def init(
     elif not report.changed:
         typer.echo("nothing to do: everything already exists")
     else:
-        hint = f"BUCKETSYNC_DATA_DIR={data_dir} " if target == "local" else ""
         typer.echo(f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve")
+    if not dry_run and challenge.verification.mode == "eval-space":
+        typer.echo(
+            f"verify (eval-space): same environment, {hint}"
+            "agenthub challenge evaluate --evaluator your_module:evaluate"
+        )
+
+
+@app.command()
+def evaluate(
+    evaluator: str = typer.Option(
+        ...,
+        "--evaluator",
+        help="The organizer's evaluate(submission_dir, private_dir) -> dict, as "
+        "'module:function' or 'path/to/file.py:function'.",
+    ),
+    once: bool = typer.Option(False, "--once", help="One pass over pending results, then exit."),
+    interval: float = typer.Option(30.0, "--interval", min=0.1, help="Seconds between passes."),
+) -> None:
+    """eval-space mode: score pending results on the private eval set and record verdicts
+    (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
+    in the verification index are never overwritten."""
+    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.settings import SettingsError, load_settings
+    from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
+    from agenthub.clock import SystemClock
+
+    try:
+        function = load_evaluator(evaluator)
+        settings = load_settings()
+    except (EvaluatorError, SettingsError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    store, identity = default_adapters(settings)
+    loop = EvalLoop(build_hub(settings, store, identity, SystemClock()), function)
+
+    def report(result: PassReport) -> None:
+        for filename, outcome in result.outcomes.items():
+            typer.echo(f"{outcome:>28}  {filename}")
+        typer.echo(f"pending examined: {result.examined}")
+
+    try:
+        loop.run(interval_s=interval, once=once, on_pass=report)
+    except EvaluatorError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("stopped")

@@ -61,6 +61,8 @@ class Verification(Strict):
     tolerance: float = Field(0.0, ge=0)
     guard_field: str | None = None
     guard_cap: float | None = None
+    # eval-space: the private eval set the evaluator scores on (published to the audit bucket)
+    private_dir: Path | None = None
 
 
 class Jobs(Strict):
@@ -196,6 +198,14 @@ def load(path: Path) -> Challenge:
         challenge = Challenge.model_validate(raw)
     except ValidationError as exc:
         raise ChallengeError(str(path), [_describe(err, raw) for err in exc.errors()]) from None
+    private = challenge.verification.private_dir
+    if private is not None:
+        if not private.is_absolute():
+            private = challenge.verification.private_dir = (path.parent / private).resolve()
+        if not private.is_dir():
+            raise ChallengeError(
+                str(path), [f"verification.private_dir: {private} is not a directory"]
+            )
     if challenge.jobs is not None:
         base = path.parent
         for name in ("harness_dir", "private_dir"):
