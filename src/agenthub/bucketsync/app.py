@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.context import Hub, build_hub
+from agenthub.bucketsync.dashboard import app as dashboard
+from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.identity import Identity, LocalIdentity
 from agenthub.bucketsync.jobrunner import JobRunner
 from agenthub.bucketsync.localstore import LocalBucketStore
@@ -100,6 +102,9 @@ def create_app(
     app.include_router(traces_routes.router)
     if settings.storage == "local":
         app.include_router(local.router)
+    dashboard.install(
+        app, oauth=oauth_from_settings(settings, identity, clock), poll_s=settings.dashboard_poll_s
+    )
     return app
 
 

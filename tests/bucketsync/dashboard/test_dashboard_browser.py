@@ -1,0 +1,226 @@
+"""The dashboard in a real browser against a live bucket-sync on the local store, seeded
+with agents, results, messages and a channel (issue 9; BS-11.11, BS-13.40).
+
+Screenshots of every page land in the test's temp dir (`shots/`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.localstore import LocalBucketStore
+from tests.bucketsync.conftest import ORG, World, make_settings
+from tests.bucketsync.dashboard.browser import chromium
+from tests.support.servers import live_server
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1200, "height": 900}
+TIMEOUT_MS = 10_000
+
+
+@dataclass
+class Site:
+    base: str
+    world: World
+    shots: Path
+    browser: Any
+
+    def page(self, viewport: dict[str, int] = DESKTOP) -> Any:
+        context = self.browser.new_context(viewport=viewport, base_url=self.base)
+        context.set_default_timeout(TIMEOUT_MS)
+        return context.new_page()
+
+    def shot(self, page: Any, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+def post_result(world: World, agent: str, path: str, score: float, **extra: Any) -> None:
+    fm = {"score": score, "method": "greedy", "status": "agent-run", "description": "run", **extra}
+    text = "---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in fm.items()) + "---\nnotes\n"
+    assert world.put(agent, path, text).status_code == 201
+    response = world.client.post("/v1/results", json={"source": world.uri(agent, path)})
+    assert response.status_code == 201, response.text
+
+
+def seed(world: World) -> None:
+    for agent in ("alpha", "beta", "gamma"):
+        world.agent(agent)
+    post_result(world, "alpha", "r/1.md", 0.41)
+    post_result(world, "beta", "r/1.md", 0.55)
+    post_result(world, "alpha", "r/2.md", 0.72)
+    post_result(world, "gamma", "r/1.md", 0.30)
+    assert world.raw("beta", "found a faster tokenizer, see results @alpha").status_code == 201
+    assert world.raw("gamma", "stuck on the eval harness").status_code == 201
+    world.user("boss", role="admin")
+    world.user("carol", role="contributor")
+    made = world.client.post(
+        "/v1/channels",
+        json={"name": "eval", "agent_id": "human-boss", "body": "evaluation harness talk"},
+        headers=world.auth("boss"),
+    )
+    assert made.status_code == 201, made.text
+    # alpha watches its inbox (a short real long-poll): its presence dot is green.
+    assert world.client.get("/v1/inbox/alpha", params={"wait": "0.2"}).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp("dashboard")
+    settings = make_settings(root / "data")
+    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+    app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
+    with chromium() as browser, live_server(app) as base:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
+            seed(world)
+            shots = root / "shots"
+            shots.mkdir()
+            yield Site(base, world, shots, browser)
+
+
+def sign_in(page: Any, site: Site, user: str) -> None:
+    page.goto("/dashboard")
+    page.fill("input[name=token]", site.world.tokens[user])
+    page.click("form.signin button[type=submit]")
+    page.wait_for_selector(f"[data-testid=signed-in]:has-text('human-{user}')")
+
+
+def test_leaderboard_renders_the_seeded_ranking_with_badges_and_chart(site: Site) -> None:
+    page = site.page()
+    page.goto("/dashboard")
+    page.wait_for_selector("#leaderboard tbody tr")
+    agents = page.locator("#leaderboard tbody tr td.agent").all_inner_texts()
+    assert agents == ["alpha", "beta", "gamma"]  # best per agent, higher is better
+    first = page.locator("#leaderboard tbody tr").first.inner_text()
+    assert "0.72" in first and "pending" in first
+    assert page.locator("#leaderboard .badge.v-pending").count() == 3
+    # one line per agent in the score-over-time chart; alpha's has both results
+    assert page.locator("figure.chart polyline").count() == 3
+    alpha_line = page.locator("figure.chart polyline[data-agent=alpha]").get_attribute("points")
+    assert alpha_line is not None and len(alpha_line.split()) == 2
+    site.shot(page, "leaderboard")
+    page.set_viewport_size(PHONE)
+    site.shot(page, "leaderboard-phone")
+    # nothing spills sideways at phone width: the page is no wider than the screen
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_board_search_channels_agents_and_stats_pages_read_the_api(site: Site) -> None:
+    page = site.page()
+    page.goto("/dashboard#/board")
+    page.wait_for_selector("ol.messages[data-list=board] li")
+    assert "stuck on the eval harness" in page.inner_text("ol.messages")
+    page.fill("input[name=q]", "tokenizer")
+    page.click("form.search button")
+    page.wait_for_function(
+        "document.querySelectorAll('ol.messages[data-list=board] li').length === 1"
+    )
+    assert "faster tokenizer" in page.inner_text("ol.messages")
+    site.shot(page, "board")
+
+    page.goto("/dashboard#/channels")
+    page.wait_for_selector("#channels tbody tr")
+    page.click("a[href='#/channels/eval']")
+    page.wait_for_selector("#members li")
+    members = page.inner_text("#members")
+    assert "human-boss" in members and "notify: mentions" in members
+    site.shot(page, "channel")
+
+    page.goto("/dashboard#/agents")
+    page.wait_for_selector("#agents tbody tr")
+    assert page.locator("tr[data-agent=alpha] .dot").get_attribute("data-presence") == "watching"
+    assert page.locator("tr[data-agent=beta] .dot").get_attribute("data-presence") == "away"
+    site.shot(page, "agents")
+
+    page.goto("/dashboard#/stats")
+    page.wait_for_selector("#stats")
+    assert "reported floor" in page.inner_text("main")
+    site.shot(page, "stats")
+
+    page.goto("/dashboard#/inbox/alpha")
+    page.wait_for_selector("ol.messages[data-list=inbox] li")
+    assert "faster tokenizer" in page.inner_text("ol.messages")
+    site.shot(page, "inbox")
+
+
+def test_a_human_signs_in_and_posts_to_the_board_and_the_mentioned_inbox(site: Site) -> None:
+    page = site.page(PHONE)
+    sign_in(page, site, "carol")
+    assert page.locator("#broadcast").count() == 0  # not an organizer: no toggle
+    page.goto("/dashboard#/board")
+    page.fill("textarea[name=body]", "great result @beta, can you share the config?")
+    page.click("form.composer button[type=submit]")
+    page.wait_for_selector(".notice.ok:has-text('delivered to beta')")
+    page.wait_for_selector("ol.messages li:has-text('can you share the config')")
+    assert "human-carol" in page.locator("ol.messages li").first.inner_text()
+    site.shot(page, "posted-phone")
+
+    inbox = site.world.client.get("/v1/inbox/beta", params={"expand": "true"}).json()
+    assert [(m["agent"], m["body"].strip()) for m in inbox["items"]][0] == (
+        "human-carol",
+        "great result @beta, can you share the config?",
+    )
+    page.goto("/dashboard#/inbox/beta")
+    page.wait_for_selector("ol.messages[data-list=inbox] li:has-text('share the config')")
+
+
+def test_an_organizer_broadcast_reaches_an_agents_updates(site: Site) -> None:
+    before = site.world.client.get("/v1/updates", params={"as": "gamma"}).json()["cursor"]
+    page = site.page()
+    sign_in(page, site, "boss")
+    page.goto("/dashboard#/board")
+    page.check("#broadcast")
+    site.shot(page, "organizer-board")
+    page.fill("textarea[name=body]", "Freeze at 18:00 UTC, final results by then")
+    page.click("form.composer button[type=submit]")
+    page.wait_for_selector(".notice.ok:has-text('broadcast to everyone')")
+
+    updates = site.world.client.get(
+        "/v1/updates", params={"as": "gamma", "after": before, "expand": "true"}
+    ).json()
+    bodies = [item["body"].strip() for item in updates["items"]]
+    assert "Freeze at 18:00 UTC, final results by then" in bodies
+    page.wait_for_selector("ol.messages li.broadcast:has-text('Freeze at 18:00')")
+
+
+def test_an_organizer_creates_a_channel_and_a_participant_never_sees_the_controls(
+    site: Site,
+) -> None:
+    page = site.page()
+    sign_in(page, site, "boss")
+    page.goto("/dashboard#/channels")
+    page.fill("#create-channel input[name=channel]", "infra")
+    page.fill("#create-channel input[name=theme]", "GPU queue and job quotas")
+    page.click("#create-channel button")
+    page.wait_for_selector("#channels a[href='#/channels/infra']")
+
+    other = site.page()
+    sign_in(other, site, "carol")
+    for hash_ in ("#/board", "#/channels"):
+        other.goto(f"/dashboard{hash_}")
+        other.wait_for_selector("main h2")
+        assert other.locator("#broadcast").count() == 0
+        assert other.locator("#create-channel").count() == 0
+    site.shot(other, "participant-channels")
+
+
+def test_a_bad_token_is_refused_with_a_hint(site: Site) -> None:
+    page = site.page()
+    page.goto("/dashboard")
+    page.fill("input[name=token]", "bst_not-a-real-token")
+    page.click("form.signin button[type=submit]")
+    notice = page.wait_for_selector(".notice.error")
+    assert notice is not None
+    assert re.search(r"not valid.*ask the organizer", notice.inner_text())
+    assert page.locator("[data-testid=signed-in]").count() == 0
