@@ -53,6 +53,27 @@ def post_result(world: World, agent: str, path: str, score: float, **extra: Any)
     assert response.status_code == 201, response.text
 
 
+SESSION = "0f0e0d0c-1111-4222-8333-444455556666"
+
+
+def share_trace(world: World, agent: str, session: str, tokens: dict[str, int], log: bool) -> None:
+    fm: dict[str, Any] = {
+        "schema_version": 1,
+        "harness": "claude-code",
+        "session_id": session,
+        "tokens": tokens,
+        "tool_calls": 7,
+    }
+    if log:
+        fm["native_log_file"] = f"{session}.jsonl"
+        assert world.put(agent, f"traces/{session}/{session}.jsonl", b'{"type":"user"}\n').status_code == 201
+    text = "---\n" + json.dumps(fm) + "\n---\nsession summary\n"
+    assert world.put(agent, f"traces/{session}/manifest.md", text).status_code == 201
+    body = {"source": world.uri(agent, f"traces/{session}/"), "share": "full" if log else "stats"}
+    response = world.client.post("/v1/traces", json=body)
+    assert response.status_code == 201, response.text
+
+
 def seed(world: World) -> None:
     for agent in ("alpha", "beta", "gamma"):
         world.agent(agent)
@@ -62,6 +83,9 @@ def seed(world: World) -> None:
     post_result(world, "gamma", "r/1.md", 0.30)
     assert world.raw("beta", "found a faster tokenizer, see results @alpha").status_code == 201
     assert world.raw("gamma", "stuck on the eval harness").status_code == 201
+    tokens = {"input": 1200, "output": 800, "cache_read": 5000, "cache_creation": 100}
+    share_trace(world, "alpha", SESSION, tokens, log=True)
+    share_trace(world, "beta", "b-session-1", {**tokens, "input": 300}, log=False)
     world.user("boss", role="admin")
     world.user("carol", role="contributor")
     made = world.client.post(
@@ -145,7 +169,11 @@ def test_board_search_channels_agents_and_stats_pages_read_the_api(site: Site) -
 
     page.goto("/dashboard#/stats")
     page.wait_for_selector("#stats")
+    stats = page.inner_text("#stats")
     assert "reported floor" in page.inner_text("main")
+    assert re.search(r"input tokens\s+1,500", stats), stats
+    assert re.search(r"tool calls\s+14", stats), stats
+    assert f"{SESSION}.jsonl" in page.inner_text("#traces")  # primary_log_file linked
     site.shot(page, "stats")
 
     page.goto("/dashboard#/inbox/alpha")

@@ -199,13 +199,12 @@ const pages = {
     async refresh() {
       const [stats, traces] = await Promise.all([get("/stats"), get("/traces", { expand: "true", limit: 50 })]);
       const t = stats.tokens;
-      const harness = Object.entries(stats.by_harness || {}).map(([name, h]) => el("tr", {},
-        el("td", {}, name), el("td", { class: "num" }, number(h.sessions ?? h.sessions_counted)),
-        el("td", { class: "num" }, number(h.tokens?.input)), el("td", { class: "num" }, number(h.tokens?.output))));
+      const harness = Object.entries(stats.by_harness || {}).map(([name, count]) => el("tr", {},
+        el("td", {}, name), el("td", { class: "num" }, number(count))));
       const shared = traces.items.map((tr) => el("tr", {},
         el("td", { class: "agent" }, tr.agent), el("td", {}, tr.session_id || tr.frontmatter?.session_id || ""),
         el("td", {}, tr.frontmatter?.harness || ""), el("td", {}, tr.frontmatter?.share || ""),
-        el("td", {}, tr.primary_log_file ? el("code", {}, tr.primary_log_file) : "—")));
+        el("td", {}, tr.primary_log_file ? el("code", { title: tr.primary_log_file }, tr.primary_log_file.split("/").pop()) : "—")));
       replace(this.data,
         el("p", { class: "muted" }, stats.note),
         el("dl", { class: "stats", id: "stats" },
@@ -218,7 +217,7 @@ const pages = {
           el("dt", {}, "cache creation"), el("dd", {}, number(t.cache_creation)),
           el("dt", {}, "tool calls"), el("dd", {}, number(stats.tool_calls)),
           el("dt", {}, "cost (USD, reported)"), el("dd", {}, stats.cost_usd === null ? "—" : `$${Number(stats.cost_usd).toFixed(2)}`)),
-        harness.length ? table(["harness", "sessions", "input", "output"], harness) : null,
+        harness.length ? table(["harness", "sessions shared"], harness) : null,
         el("h3", {}, "Shared sessions"),
         shared.length ? table(["agent", "session", "harness", "share", "log"], shared, { id: "traces" }) : el("p", {}, "No shared sessions yet."));
     },

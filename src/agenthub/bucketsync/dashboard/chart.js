@@ -46,9 +46,11 @@ export function scoreChart(series, unit = "") {
   for (const s of [s0, (s0 + s1) / 2, s1]) {
     root.append(svg("text", { x: PAD.left - 6, y: y(s) + 4, "text-anchor": "end", class: "tick" }, fmt(s)));
   }
+  const short = t1 - t0 < 3_600_000; // under an hour: show seconds
   for (const t of [t0, t1]) {
+    const stamp = new Date(t).toISOString();
     root.append(svg("text", { x: x(t), y: H - 8, "text-anchor": t === t0 ? "start" : "end", class: "tick" },
-      new Date(t).toISOString().slice(5, 16).replace("T", " ")));
+      short ? stamp.slice(11, 19) : stamp.slice(5, 16).replace("T", " ")));
   }
   const legend = document.createElement("ul");
   legend.className = "legend";
