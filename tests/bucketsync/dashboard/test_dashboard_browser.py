@@ -66,7 +66,10 @@ def share_trace(world: World, agent: str, session: str, tokens: dict[str, int], 
     }
     if log:
         fm["native_log_file"] = f"{session}.jsonl"
-        assert world.put(agent, f"traces/{session}/{session}.jsonl", b'{"type":"user"}\n').status_code == 201
+        assert (
+            world.put(agent, f"traces/{session}/{session}.jsonl", b'{"type":"user"}\n').status_code
+            == 201
+        )
     text = "---\n" + json.dumps(fm) + "\n---\nsession summary\n"
     assert world.put(agent, f"traces/{session}/manifest.md", text).status_code == 201
     body = {"source": world.uri(agent, f"traces/{session}/"), "share": "full" if log else "stats"}
@@ -104,13 +107,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     settings = make_settings(root / "data")
     identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
     app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
-    with chromium() as browser, live_server(app) as base:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
-            seed(world)
-            shots = root / "shots"
-            shots.mkdir()
-            yield Site(base, world, shots, browser)
+    with (
+        chromium() as browser,
+        live_server(app) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
+        world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
+        seed(world)
+        shots = root / "shots"
+        shots.mkdir()
+        yield Site(base, world, shots, browser)
 
 
 def sign_in(page: Any, site: Site, user: str) -> None:
@@ -195,7 +201,8 @@ def test_a_human_signs_in_and_posts_to_the_board_and_the_mentioned_inbox(site: S
     site.shot(page, "posted-phone")
 
     inbox = site.world.client.get("/v1/inbox/beta", params={"expand": "true"}).json()
-    assert [(m["agent"], m["body"].strip()) for m in inbox["items"]][0] == (
+    newest = inbox["items"][0]
+    assert (newest["agent"], newest["body"].strip()) == (
         "human-carol",
         "great result @beta, can you share the config?",
     )

@@ -7,7 +7,12 @@ import httpx
 from fastapi import FastAPI
 
 from agenthub.bucketsync.api import errors
-from agenthub.bucketsync.dashboard.oauth import HfOAuthProvider, OAuthFlow, redirect_uri
+from agenthub.bucketsync.dashboard.oauth import (
+    HfOAuthProvider,
+    OAuthFlow,
+    OAuthProvider,
+    redirect_uri,
+)
 from agenthub.bucketsync.dashboard.proxy import Proxy
 from agenthub.bucketsync.dashboard.routes import POLL_S, build_router
 from agenthub.bucketsync.identity import Identity
@@ -18,9 +23,14 @@ PROXY_TIMEOUT_S = 20.0
 
 
 def oauth_from_settings(
-    settings: BucketSyncSettings, identity: Identity, clock: Clock
+    settings: BucketSyncSettings,
+    identity: Identity,
+    clock: Clock,
+    *,
+    provider: OAuthProvider | None = None,
 ) -> OAuthFlow | None:
-    """HF sign-in when the Space's OAuth app is configured; None otherwise (token sign-in)."""
+    """HF sign-in when the Space's OAuth app is configured; None otherwise (token sign-in).
+    `provider` replaces the Hub's authorization server (tests use a local one)."""
     if not settings.oauth_client_id:
         return None
     callback = redirect_uri(settings.dashboard_public_url, settings.space_host)
@@ -29,7 +39,7 @@ def oauth_from_settings(
             "OAUTH_CLIENT_ID is set but the dashboard cannot sign people in: it needs "
             "OAUTH_CLIENT_SECRET and a public URL (DASHBOARD_PUBLIC_URL or SPACE_HOST)"
         )
-    provider = HfOAuthProvider(
+    provider = provider or HfOAuthProvider(
         provider_url=settings.openid_provider_url,
         client_id=settings.oauth_client_id,
         client_secret=settings.oauth_client_secret,
