@@ -115,6 +115,8 @@ def safe_next(value: str | None) -> str:
         return DEFAULT_NEXT
     if "\\" in value or "//" in value or any(ord(ch) < 0x20 for ch in value):
         return DEFAULT_NEXT
+    if ".." in value.split("#", 1)[0].split("?", 1)[0]:
+        return DEFAULT_NEXT
     rest = value[len("/dashboard") :]
     if rest and rest[0] not in "/?#":
         return DEFAULT_NEXT
