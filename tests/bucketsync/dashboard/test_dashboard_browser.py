@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -102,16 +103,18 @@ def seed(world: World) -> None:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("dashboard")
     settings = make_settings(root / "data")
     identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
     app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
-    with (
-        chromium() as browser,
-        live_server(app) as base,
-        httpx.Client(base_url=base, timeout=30) as client,
-    ):
+    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
         seed(world)
         shots = root / "shots"
@@ -259,3 +262,54 @@ def test_a_bad_token_is_refused_with_a_hint(site: Site) -> None:
     assert notice is not None
     assert re.search(r"not valid.*ask the organizer", notice.inner_text())
     assert page.locator("[data-testid=signed-in]").count() == 0
+
+
+PUBLIC = "http://dashboard.test"
+
+
+class ConsentingAuthServer:
+    """A local authorization server that consents at once: its authorize URL is our own
+    callback with a code that exchanges for a real local-identity token."""
+
+    def __init__(self, identity: LocalIdentity) -> None:
+        self.identity = identity
+        self.codes: dict[str, str] = {}
+
+    def authorize_url(self, *, state: str, redirect_uri: str) -> str:
+        code = f"code-{len(self.codes)}"
+        self.codes[code] = self.identity.add_user("dora", role="admin")
+        return f"/dashboard/oauth/callback?{urlencode({'code': code, 'state': state})}"
+
+    async def exchange(self, *, code: str, redirect_uri: str) -> str:
+        assert redirect_uri == f"{PUBLIC}/dashboard/oauth/callback"
+        return self.codes.pop(code)
+
+
+def test_hf_mode_signs_in_through_oauth_and_posts(tmp_path: Path, browser: Any) -> None:
+    settings = make_settings(
+        tmp_path / "data",
+        OAUTH_CLIENT_ID="client-1",
+        OAUTH_CLIENT_SECRET="secret-1",
+        DASHBOARD_PUBLIC_URL=PUBLIC,
+    )
+    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+    app = create_app(
+        settings,
+        store=LocalBucketStore(settings.data_dir),
+        identity=identity,
+        oauth_provider=ConsentingAuthServer(identity),
+    )
+    with live_server(app) as base:
+        site = Site(base, None, tmp_path, browser)  # type: ignore[arg-type]
+        page = site.page(PHONE)
+        page.goto("/dashboard#/board")
+        page.click("#hf-signin")
+        page.wait_for_selector("[data-testid=signed-in]:has-text('human-dora')")
+        assert page.url.endswith("/dashboard#/board")  # back where the sign-in started
+        assert page.evaluate("sessionStorage.length") == 0  # no token in the page
+        page.fill("textarea[name=body]", "hello from the Hub sign-in")
+        page.click("form.composer button[type=submit]")
+        page.wait_for_selector("ol.messages li:has-text('hello from the Hub sign-in')")
+        site.shot(page, "oauth-signed-in-phone")
+        page.click("text=Sign out")
+        page.wait_for_selector("#hf-signin")

@@ -50,8 +50,13 @@ function renderAccount() {
     await loadMe();
     if (state.me) { notify(""); renderAccount(); show(); }
   } }, input, el("button", { type: "submit" }, "Sign in"));
+  // Embedded in the Space page the sign-in cookies are third-party: sign in in a new tab.
+  const framed = window.top !== window.self;
   const hf = state.config.oauth_login
-    ? el("a", { class: "button hf", href: `${state.config.oauth_login}?next=${encodeURIComponent("/dashboard" + location.hash)}` }, "Sign in with Hugging Face")
+    ? el("a", {
+      class: "button hf", id: "hf-signin", target: framed ? "_blank" : null, rel: framed ? "noopener" : null,
+      href: `${state.config.oauth_login}?next=${encodeURIComponent("/dashboard" + location.hash)}`,
+    }, "Sign in with Hugging Face")
     : null;
   replace(box, form, hf);
 }

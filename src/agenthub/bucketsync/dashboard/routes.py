@@ -80,15 +80,7 @@ def _add_oauth_routes(router: APIRouter, oauth: OAuthFlow) -> None:
     def login(next: str | None = None) -> RedirectResponse:
         url, state = oauth.begin(next)
         response = RedirectResponse(url, status_code=302)
-        response.set_cookie(
-            STATE_COOKIE,
-            state,
-            max_age=600,
-            path="/dashboard/oauth",
-            httponly=True,
-            secure=oauth.secure,
-            samesite="lax",
-        )
+        _set_cookie(response, STATE_COOKIE, state, 600, "/dashboard/oauth", oauth.secure)
         return response
 
     @router.get("/oauth/callback")
@@ -113,21 +105,23 @@ def _add_oauth_routes(router: APIRouter, oauth: OAuthFlow) -> None:
             return failed
         response = RedirectResponse(target, status_code=302)
         response.delete_cookie(STATE_COOKIE, path="/dashboard/oauth")
-        response.set_cookie(
-            SESSION_COOKIE,
-            sid,
-            max_age=int(oauth.session_ttl.total_seconds()),
-            path="/dashboard",
-            httponly=True,
-            secure=oauth.secure,
-            samesite="lax",
-        )
+        ttl = int(oauth.session_ttl.total_seconds())
+        _set_cookie(response, SESSION_COOKIE, sid, ttl, "/dashboard", oauth.secure)
         return response
 
     @router.post("/oauth/logout")
     def logout(request: Request) -> dict[str, bool]:
         oauth.end(request.cookies.get(SESSION_COOKIE))
         return {"signed_out": True}
+
+
+def _set_cookie(
+    response: Response, name: str, value: str, max_age: int, path: str, secure: bool
+) -> None:
+    # Lax, not None: the flow runs top-level (open it in a new tab from an embedded Space).
+    response.set_cookie(
+        name, value, max_age=max_age, path=path, httponly=True, secure=secure, samesite="lax"
+    )
 
 
 def _auth_headers(request: Request, oauth: OAuthFlow | None) -> dict[str, str]:
