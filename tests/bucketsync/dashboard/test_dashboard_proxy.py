@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -105,6 +106,19 @@ def test_a_human_posts_through_the_proxy_as_human_name(world: World) -> None:
     assert response.json()["mentions_delivered"] == ["alpha"]
     inbox = world.client.get("/v1/inbox/alpha", params={"expand": "true"}).json()
     assert inbox["items"][0]["agent"] == "human-carol"
+
+
+def test_the_audit_trail_records_the_browser_not_the_proxy(world: World) -> None:
+    world.user("carol")
+    response = world.client.post(
+        "/dashboard/api/v1/messages",
+        json={"agent_id": "human-carol", "body": "audited"},
+        headers={**world.auth("carol"), "User-Agent": "phone-browser/1"},
+    )
+    assert response.status_code == 201, response.text
+    data = world.hub.store.read(world.hub.settings.audit_bucket, world.hub.audit.path_for_now())
+    row = [json.loads(line) for line in (data or b"").decode().splitlines()][-1]
+    assert (row["caller_ip"], row["user_agent"]) == ("testclient", "phone-browser/1")
 
 
 def test_bs_11_11_me_is_the_toggle_hint_and_the_server_still_checks(world: World) -> None:

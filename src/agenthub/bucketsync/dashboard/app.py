@@ -13,7 +13,7 @@ from agenthub.bucketsync.dashboard.oauth import (
     OAuthProvider,
     redirect_uri,
 )
-from agenthub.bucketsync.dashboard.proxy import Proxy
+from agenthub.bucketsync.dashboard.proxy import Peer, Proxy
 from agenthub.bucketsync.dashboard.routes import POLL_S, build_router
 from agenthub.bucketsync.identity import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
@@ -52,9 +52,9 @@ def install(app: FastAPI, *, oauth: OAuthFlow | None = None, poll_s: float = POL
     """Serve `/dashboard` from the bucket-sync app itself; the proxy calls the app
     in-process, so the page is same-origin and no socket is involved."""
 
-    def client() -> httpx.AsyncClient:
+    def client(peer: Peer) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app),
+            transport=httpx.ASGITransport(app=app, client=peer or ("127.0.0.1", 123)),
             base_url="http://bucket-sync.internal",
             timeout=PROXY_TIMEOUT_S,
         )
@@ -68,7 +68,8 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     if not base.startswith(("http://", "https://")):
         raise SettingsError(f"upstream {upstream!r} is not an http(s) URL, e.g. http://host:8200")
 
-    def client() -> httpx.AsyncClient:
+    def client(peer: Peer) -> httpx.AsyncClient:
+        # Another server: it sees this proxy's address (it trusts no forwarded header).
         return httpx.AsyncClient(base_url=base, timeout=PROXY_TIMEOUT_S)
 
     app = FastAPI(title="agenthub dashboard", version="1")

@@ -23,7 +23,9 @@ _WRITES = (
     re.compile(r"^channels$"),
     re.compile(r"^channels/[^/]+/(?:subscribe|unsubscribe)$"),
 )
-_FORWARDED_HEADERS = ("authorization", "content-type", "accept")
+_FORWARDED_HEADERS = ("authorization", "content-type", "accept", "user-agent")
+# The browser's address, so the audit trail records the human rather than the proxy.
+Peer = tuple[str, int] | None
 
 
 class UpstreamUnavailable(BucketSyncError):
@@ -67,22 +69,28 @@ def check_write(path: str) -> None:
 
 
 class Proxy:
-    """Forwards to one upstream; `client_factory` makes the httpx client per call (an
+    """Forwards to one upstream; `client_factory(peer)` makes the httpx client per call (an
     `ASGITransport` to the serving app in-process, or a base URL for `dashboard serve`)."""
 
-    def __init__(self, client_factory: Callable[[], httpx.AsyncClient]) -> None:
+    def __init__(self, client_factory: Callable[[Peer], httpx.AsyncClient]) -> None:
         self._client_factory = client_factory
 
     async def get(
-        self, path: str, params: list[tuple[str, str]], headers: Mapping[str, str]
+        self,
+        path: str,
+        params: list[tuple[str, str]],
+        headers: Mapping[str, str],
+        peer: Peer = None,
     ) -> Reply:
         target = upstream_path(path)
-        return await self._send("GET", target, polling_query(params), headers, None)
+        return await self._send("GET", target, polling_query(params), headers, None, peer)
 
-    async def post(self, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+    async def post(
+        self, path: str, body: bytes, headers: Mapping[str, str], peer: Peer = None
+    ) -> Reply:
         target = upstream_path(path)
         check_write(path)
-        return await self._send("POST", target, [], headers, body)
+        return await self._send("POST", target, [], headers, body, peer)
 
     async def _send(
         self,
@@ -91,10 +99,11 @@ class Proxy:
         params: list[tuple[str, str]],
         headers: Mapping[str, str],
         body: bytes | None,
+        peer: Peer,
     ) -> Reply:
         forwarded = {k: v for k, v in headers.items() if k.lower() in _FORWARDED_HEADERS}
         try:
-            async with self._client_factory() as client:
+            async with self._client_factory(peer) as client:
                 response = await client.request(
                     method,
                     target,

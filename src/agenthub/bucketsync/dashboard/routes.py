@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse
 
 from agenthub.bucketsync.dashboard.oauth import OAuthFlow
-from agenthub.bucketsync.dashboard.proxy import Proxy, Reply
+from agenthub.bucketsync.dashboard.proxy import Peer, Proxy, Reply
 from agenthub.bucketsync.errors import BucketSyncError, Forbidden, NotFound
 
 ASSETS = Path(__file__).resolve().parent
@@ -56,7 +56,8 @@ def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_
     @router.get("/api/v1")
     async def proxied_get(request: Request, path: str = "") -> Response:
         headers = _auth_headers(request, oauth)
-        return _reply(await proxy.get(path, list(request.query_params.multi_items()), headers))
+        query = list(request.query_params.multi_items())
+        return _reply(await proxy.get(path, query, headers, _peer(request)))
 
     @router.post("/api/v1/{path:path}")
     async def proxied_post(request: Request, path: str) -> Response:
@@ -68,7 +69,7 @@ def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_
                 "a signed-in write must come from the dashboard page",
                 hint=f"send the {WRITE_HEADER}: 1 header",
             )
-        return _reply(await proxy.post(path, await request.body(), headers))
+        return _reply(await proxy.post(path, await request.body(), headers, _peer(request)))
 
     if oauth is not None:
         _add_oauth_routes(router, oauth)
@@ -131,6 +132,10 @@ def _auth_headers(request: Request, oauth: OAuthFlow | None) -> dict[str, str]:
         if session is not None:
             headers["authorization"] = f"Bearer {session.token}"
     return headers
+
+
+def _peer(request: Request) -> Peer:
+    return (request.client.host, request.client.port) if request.client else None
 
 
 def _reply(reply: Reply) -> Response:
