@@ -173,3 +173,13 @@ def test_dashboard_serve_reports_an_unreachable_upstream(tmp_path: Path) -> None
 def test_dashboard_serve_needs_an_http_url() -> None:
     with pytest.raises(SettingsError, match="not an http"):
         create_dashboard_app("ftp://example.org")
+
+
+def test_agenthub_dashboard_serve_refuses_a_bad_upstream_with_a_hint() -> None:
+    from typer.testing import CliRunner
+
+    from agenthub.cli import app
+
+    result = CliRunner().invoke(app, ["dashboard", "serve", "ftp://example.org"])
+    assert result.exit_code == 2
+    assert "not an http(s) URL, e.g. http://host:8200" in result.output
