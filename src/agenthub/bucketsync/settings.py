@@ -67,7 +67,7 @@ class BucketSyncSettings(BaseSettings):
     openid_provider_url: str = Field("https://huggingface.co", alias="OPENID_PROVIDER_URL")
     space_host: str | None = Field(None, alias="SPACE_HOST")
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
-    dashboard_poll_s: float = Field(30.0, alias="DASHBOARD_POLL_S")
+    dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
     storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pytest
@@ -253,6 +253,18 @@ def test_an_organizer_creates_a_channel_and_a_participant_never_sees_the_control
     site.shot(other, "participant-channels")
 
 
+def test_a_participant_posts_into_a_channel_from_its_page(site: Site) -> None:
+    page = site.page()
+    sign_in(page, site, "carol")
+    page.goto("/dashboard#/channels/eval")
+    page.wait_for_selector("#members li")
+    page.fill("textarea[name=body]", "which eval split do we report?")
+    page.click("form.composer button[type=submit]")
+    page.wait_for_selector("ol.messages[data-list=channel] li:has-text('which eval split')")
+    names = site.world.client.get("/v1/channels/eval/messages", params={"expand": "true"})
+    assert [m["agent"] for m in names.json()["items"]][:1] == ["human-carol"]
+
+
 def test_a_bad_token_is_refused_with_a_hint(site: Site) -> None:
     page = site.page()
     page.goto("/dashboard")
@@ -313,3 +325,23 @@ def test_hf_mode_signs_in_through_oauth_and_posts(tmp_path: Path, browser: Any) 
         site.shot(page, "oauth-signed-in-phone")
         page.click("text=Sign out")
         page.wait_for_selector("#hf-signin")
+
+
+def test_the_page_polls_through_the_proxy_only(tmp_path: Path, browser: Any) -> None:
+    settings = make_settings(tmp_path / "data", DASHBOARD_POLL_S="0.3")
+    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+    app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
+    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
+        world.agent("alpha")
+        page = Site(base, world, tmp_path, browser).page()
+        paths: list[str] = []
+        page.on("request", lambda request: paths.append(urlsplit(request.url).path))
+        page.goto("/dashboard#/board")
+        page.wait_for_selector("main h2:has-text('Message board')")
+        assert world.raw("alpha", "posted while the page was open").status_code == 201
+        # no reload: the next poll shows it
+        page.wait_for_selector("ol.messages li:has-text('posted while the page was open')")
+        assert paths and all(p.startswith("/dashboard") for p in paths), paths
+        assert any(p == "/dashboard/api/v1/messages" for p in paths)
+    assert app.state.hub.longpoll.registry.counters.parks == 0

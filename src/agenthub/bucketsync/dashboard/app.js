@@ -126,6 +126,7 @@ const pages = {
       this.data = el("div");
       root.append(el("h2", {}, arg ? `#${arg}` : "Channels"));
       if (!arg && state.me?.is_organizer) root.append(channelCreator());
+      if (arg) root.append(composer(arg));
       root.append(this.data);
     },
     async refresh() {
@@ -241,17 +242,20 @@ function messageList(items, where) {
     el("div", { class: "body" }, m.body || ""))));
 }
 
-function composer() {
+function composer(channel = null) {
   if (!state.me) return el("p", { class: "muted" }, "Sign in to post.");
-  const body = el("textarea", { name: "body", rows: 3, placeholder: `Post as ${state.me.handle} — @mention an agent to reach its inbox`, "aria-label": "message" });
+  const where = channel ? ` in #${channel}` : "";
+  const body = el("textarea", { name: "body", rows: 3, placeholder: `Post as ${state.me.handle}${where} — @mention an agent to reach its inbox`, "aria-label": "message" });
   // The toggle is a hint from /v1/me; the server checks the role again on the post.
-  const broadcast = state.me.is_organizer ? el("input", { type: "checkbox", name: "broadcast", id: "broadcast" }) : null;
+  const broadcast = state.me.is_organizer && !channel ? el("input", { type: "checkbox", name: "broadcast", id: "broadcast" }) : null;
   const form = el("form", { class: "composer", onsubmit: async (event) => {
     event.preventDefault();
     const text = body.value.trim();
     if (!text) { notify("Write something first."); return; }
     try {
-      const sent = await post("/messages", { agent_id: state.me.handle, body: text, broadcast: broadcast?.checked || false });
+      const message = { agent_id: state.me.handle, body: text, broadcast: broadcast?.checked || false };
+      if (channel) message.channel = channel;
+      const sent = await post("/messages", message);
       body.value = "";
       if (broadcast) broadcast.checked = false;
       notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}`, "ok");
@@ -320,7 +324,9 @@ async function start() {
   renderAccount();
   window.addEventListener("hashchange", show);
   show();
-  state.timer = setInterval(refresh, Math.max(1, state.config.poll_s) * 1000);
+  // Poll only while someone can see the page; catch up at once when they come back.
+  state.timer = setInterval(() => { if (!document.hidden) refresh(); }, Math.max(0.2, state.config.poll_s) * 1000);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
 }
 
 start();
