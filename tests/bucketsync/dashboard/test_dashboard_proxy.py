@@ -29,6 +29,8 @@ def test_the_page_and_its_assets_are_served_without_a_build_step(world: World) -
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert '<script type="module" src="/dashboard/assets/app.js">' in page.text
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp
     assets = [("app.js", "text/javascript"), ("chart.js", "text/javascript")]
     for name, kind in [*assets, ("style.css", "text/css")]:
         asset = world.client.get(f"/dashboard/assets/{name}")

@@ -88,7 +88,13 @@ class HfOAuthProvider:
             raise SignInFailed(
                 f"the sign-in provider did not answer: {exc}", hint="try signing in again"
             ) from exc
-        token = response.json().get("access_token") if response.status_code == 200 else None
+        token: object = None
+        if response.status_code == 200:
+            try:
+                payload = response.json()
+            except ValueError:
+                payload = None
+            token = payload.get("access_token") if isinstance(payload, dict) else None
         if not isinstance(token, str) or not token:
             raise SignInFailed(
                 f"the sign-in provider refused the code (HTTP {response.status_code})",

@@ -25,6 +25,12 @@ STATE_COOKIE = "agenthub_dash_oauth_state"
 # A header a cross-site form cannot send: cookie-authenticated writes must carry it.
 WRITE_HEADER = "x-agenthub-dashboard"
 POLL_S = 30
+# Everything the page loads or calls is its own origin; the Space page may frame it.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'self' https://huggingface.co; base-uri 'none'; "
+    "form-action 'self'"
+)
 
 
 def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_S) -> APIRouter:
@@ -33,7 +39,11 @@ def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_
     @router.get("")
     @router.get("/")
     def page() -> FileResponse:
-        return FileResponse(ASSETS / "index.html", media_type="text/html; charset=utf-8")
+        return FileResponse(
+            ASSETS / "index.html",
+            media_type="text/html; charset=utf-8",
+            headers={"Content-Security-Policy": CSP, "Cache-Control": "no-cache"},
+        )
 
     @router.get("/assets/{name}")
     def asset(name: str) -> FileResponse:
