@@ -8,6 +8,7 @@ import typer
 
 from agenthub.bucketsync.agentcli import app as buckets_app
 from agenthub.bucketsync.cli import app as bucketsync_app
+from agenthub.bucketsync.dashboard.cli import app as dashboard_app
 from agenthub.challenge.cli import app as challenge_app
 from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.statehub.cli import app as statehub_app
@@ -21,6 +22,7 @@ app.add_typer(hubcore_app, name="hubcore")
 app.add_typer(bucketsync_app, name="bucketsync")
 app.add_typer(buckets_app, name="buckets")
 app.add_typer(challenge_app, name="challenge")
+app.add_typer(dashboard_app, name="dashboard")
 
 
 @app.command()

@@ -12,6 +12,9 @@ from fastapi import FastAPI
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.context import Hub, build_hub
+from agenthub.bucketsync.dashboard import app as dashboard
+from agenthub.bucketsync.dashboard.app import oauth_from_settings
+from agenthub.bucketsync.dashboard.oauth import OAuthProvider
 from agenthub.bucketsync.identity import Identity, LocalIdentity
 from agenthub.bucketsync.jobrunner import JobRunner
 from agenthub.bucketsync.localstore import LocalBucketStore
@@ -54,6 +57,7 @@ def create_app(
     job_runner: JobRunner | None = None,
     quota_lock: QuotaLock | None = None,
     timer: Timer | None = None,
+    oauth_provider: OAuthProvider | None = None,
 ) -> FastAPI:
     if store is None or identity is None:
         default_store, default_identity = default_adapters(settings)
@@ -100,6 +104,8 @@ def create_app(
     app.include_router(traces_routes.router)
     if settings.storage == "local":
         app.include_router(local.router)
+    oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
+    dashboard.install(app, oauth=oauth, poll_s=settings.dashboard_poll_s)
     return app
 
 

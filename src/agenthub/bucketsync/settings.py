@@ -58,6 +58,17 @@ class BucketSyncSettings(BaseSettings):
     bus_prefix: str = Field("", alias="BUCKETSYNC_BUS_PREFIX")
     clients_dir: Path | None = Field(None, alias="BUCKETSYNC_CLIENTS_DIR")
 
+    # The dashboard's "Sign in with Hugging Face" (hf-spaces-facts.md §1.2): on when the
+    # Space sets OAUTH_CLIENT_ID and a public URL is known (DASHBOARD_PUBLIC_URL, else the
+    # first SPACE_HOST entry).
+    oauth_client_id: str | None = Field(None, alias="OAUTH_CLIENT_ID")
+    oauth_client_secret: str | None = Field(None, alias="OAUTH_CLIENT_SECRET")
+    oauth_scopes: str = Field("openid profile email", alias="OAUTH_SCOPES")
+    openid_provider_url: str = Field("https://huggingface.co", alias="OPENID_PROVIDER_URL")
+    space_host: str | None = Field(None, alias="SPACE_HOST")
+    dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
+    dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
+
     storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
 

@@ -1,0 +1,30 @@
+"""`agenthub dashboard serve`: the dashboard in front of any bucket-sync URL."""
+
+from __future__ import annotations
+
+import typer
+
+from agenthub.bucketsync.settings import SettingsError
+
+app = typer.Typer(help="The human dashboard for a bucket-sync challenge.", no_args_is_help=True)
+
+
+@app.command()
+def serve(
+    upstream: str = typer.Argument(..., help="bucket-sync base URL, e.g. http://127.0.0.1:8200"),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8300, help="TCP port."),
+    poll_s: float = typer.Option(30.0, help="Seconds between the page's refreshes."),
+) -> None:
+    """Serve the dashboard at http://HOST:PORT/dashboard (sign in with a local token)."""
+    import uvicorn
+
+    from agenthub.bucketsync.dashboard.app import create_dashboard_app
+
+    try:
+        dashboard = create_dashboard_app(upstream, poll_s=poll_s)
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"dashboard for {upstream} at http://{host}:{port}/dashboard")
+    uvicorn.run(dashboard, host=host, port=port, log_level="info")

@@ -1,0 +1,231 @@
+""" "Sign in with Hugging Face" for the dashboard, written for our needs rather than
+huggingface_hub's FastAPI helper (hf-spaces-facts.md §2.6: open redirect, 500 on a declined
+consent, http redirect URIs behind the Spaces proxy, tokens in a readable cookie).
+
+- The redirect URI is never built from the request: it is the configured public URL or
+  the first `SPACE_HOST` entry, always https on Spaces.
+- `state` is one-use, expires, and must match the browser's state cookie.
+- After sign-in only a random session id goes to the browser; the access token stays here.
+- `next` is a local dashboard path or nothing (no open redirect).
+- A declined consent (`?error=`) is a clear message, not a server error.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+from urllib.parse import urlencode
+
+import httpx
+
+from agenthub.bucketsync.errors import BucketSyncError, InvalidRequest, Unauthorized
+from agenthub.bucketsync.identity import Identity
+from agenthub.clock import Clock
+
+CALLBACK_PATH = "/dashboard/oauth/callback"
+DEFAULT_NEXT = "/dashboard"
+STATE_TTL = timedelta(minutes=10)
+
+
+class SignInFailed(BucketSyncError):
+    """The OAuth round trip did not end in a signed-in user."""
+
+    code, status = "SIGN_IN_FAILED", 400
+
+
+class OAuthProvider(Protocol):
+    def authorize_url(self, *, state: str, redirect_uri: str) -> str:
+        """Where to send the browser to ask for consent."""
+        ...
+
+    async def exchange(self, *, code: str, redirect_uri: str) -> str:
+        """Trade an authorization code for an access token; raise `SignInFailed`."""
+        ...
+
+
+class HfOAuthProvider:
+    """The Hub's authorization-code flow (hf-spaces-facts.md §1.4)."""
+
+    def __init__(
+        self, *, provider_url: str, client_id: str, client_secret: str, scopes: str
+    ) -> None:
+        self._base = provider_url.rstrip("/")
+        self._client_id = client_id
+        self._secret = client_secret
+        self._scopes = scopes
+
+    def authorize_url(self, *, state: str, redirect_uri: str) -> str:
+        query = urlencode(
+            {
+                "client_id": self._client_id,
+                "redirect_uri": redirect_uri,
+                "response_type": "code",
+                "scope": self._scopes,
+                "state": state,
+            }
+        )
+        return f"{self._base}/oauth/authorize?{query}"
+
+    async def exchange(self, *, code: str, redirect_uri: str) -> str:
+        basic = base64.b64encode(f"{self._client_id}:{self._secret}".encode()).decode()
+        try:
+            async with httpx.AsyncClient(timeout=15) as client:
+                response = await client.post(
+                    f"{self._base}/oauth/token",
+                    data={
+                        "grant_type": "authorization_code",
+                        "code": code,
+                        "redirect_uri": redirect_uri,
+                        "client_id": self._client_id,
+                    },
+                    headers={"Authorization": f"Basic {basic}"},
+                )
+        except httpx.HTTPError as exc:
+            raise SignInFailed(
+                f"the sign-in provider did not answer: {exc}", hint="try signing in again"
+            ) from exc
+        token: object = None
+        if response.status_code == 200:
+            try:
+                payload = response.json()
+            except ValueError:
+                payload = None
+            token = payload.get("access_token") if isinstance(payload, dict) else None
+        if not isinstance(token, str) or not token:
+            raise SignInFailed(
+                f"the sign-in provider refused the code (HTTP {response.status_code})",
+                hint="start again from the dashboard's sign-in button",
+            )
+        return token
+
+
+def redirect_uri(public_url: str | None, space_host: str | None) -> str | None:
+    """The one callback URL the provider may send users back to, from configuration only."""
+    if public_url:
+        return public_url.rstrip("/") + CALLBACK_PATH
+    if space_host:
+        host = space_host.split(",")[0].strip()  # a custom domain makes it a list
+        if host:
+            return f"https://{host}{CALLBACK_PATH}"
+    return None
+
+
+def safe_next(value: str | None) -> str:
+    """Only a path inside the dashboard; anything else (other hosts, `//evil`, `/\\evil`,
+    schemes) falls back to the dashboard's front page."""
+    if not value or not value.startswith("/dashboard"):
+        return DEFAULT_NEXT
+    if "\\" in value or "//" in value or any(ord(ch) < 0x20 for ch in value):
+        return DEFAULT_NEXT
+    if ".." in value.split("#", 1)[0].split("?", 1)[0]:
+        return DEFAULT_NEXT
+    rest = value[len("/dashboard") :]
+    if rest and rest[0] not in "/?#":
+        return DEFAULT_NEXT
+    return value
+
+
+@dataclass(frozen=True)
+class Session:
+    user: str
+    token: str
+    expires: datetime
+
+
+@dataclass(frozen=True)
+class _Pending:
+    next: str
+    expires: datetime
+
+
+class OAuthFlow:
+    """Pending states and signed-in sessions, held in this process (bucket-sync runs one
+    worker per deployment unless a bus is configured; see the report on multi-worker)."""
+
+    def __init__(
+        self,
+        provider: OAuthProvider,
+        identity: Identity,
+        clock: Clock,
+        *,
+        callback_url: str,
+        session_ttl: timedelta = timedelta(hours=8),
+    ) -> None:
+        self.provider = provider
+        self.identity = identity
+        self.clock = clock
+        self.callback_url = callback_url
+        self.session_ttl = session_ttl
+        self.secure = callback_url.startswith("https://")
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._sessions: dict[str, Session] = {}
+
+    def begin(self, next_path: str | None) -> tuple[str, str]:
+        """Returns (authorize URL, state); the state also goes into the browser's cookie."""
+        state = secrets.token_urlsafe(24)
+        now = self.clock.now()
+        with self._lock:
+            self._pending = {k: p for k, p in self._pending.items() if p.expires > now}
+            self._pending[state] = _Pending(safe_next(next_path), now + STATE_TTL)
+        return self.provider.authorize_url(state=state, redirect_uri=self.callback_url), state
+
+    async def finish(
+        self,
+        *,
+        code: str | None,
+        state: str | None,
+        cookie_state: str | None,
+        error: str | None,
+    ) -> tuple[str, str]:
+        """Returns (session id, next path)."""
+        if error:
+            raise SignInFailed(
+                f"sign-in was not completed: {error}",
+                hint="sign in again and accept the consent screen",
+            )
+        if not state or not cookie_state or not secrets.compare_digest(state, cookie_state):
+            raise SignInFailed(
+                "the sign-in state does not match this browser",
+                hint="start again from the dashboard's sign-in button (open it in a new tab "
+                "when the dashboard is embedded)",
+            )
+        with self._lock:
+            pending = self._pending.pop(state, None)
+        if pending is None or pending.expires <= self.clock.now():
+            raise SignInFailed(
+                "the sign-in attempt expired or was already used",
+                hint="start again from the dashboard's sign-in button",
+            )
+        if not code:
+            raise InvalidRequest("the callback carries no code", hint="start the sign-in again")
+        token = await self.provider.exchange(code=code, redirect_uri=self.callback_url)
+        try:
+            caller = self.identity.whoami(token)
+        except Unauthorized as exc:
+            raise SignInFailed(
+                "the provider's token was not accepted", hint="sign in again"
+            ) from exc
+        sid = secrets.token_urlsafe(32)
+        with self._lock:
+            self._sessions[sid] = Session(caller.user, token, self.clock.now() + self.session_ttl)
+        return sid, pending.next
+
+    def session(self, sid: str | None) -> Session | None:
+        if not sid:
+            return None
+        with self._lock:
+            found = self._sessions.get(sid)
+            if found is not None and found.expires <= self.clock.now():
+                del self._sessions[sid]
+                return None
+            return found
+
+    def end(self, sid: str | None) -> None:
+        if sid:
+            with self._lock:
+                self._sessions.pop(sid, None)

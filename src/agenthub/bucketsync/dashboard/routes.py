@@ -1,0 +1,152 @@
+"""`/dashboard…` routes: the page and its assets, the `wait=0` proxy, the sign-in flows.
+
+Only HTTP translation here; the rules live in `proxy.py` and `oauth.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import FileResponse, RedirectResponse
+
+from agenthub.bucketsync.dashboard.oauth import OAuthFlow
+from agenthub.bucketsync.dashboard.proxy import Peer, Proxy, Reply
+from agenthub.bucketsync.errors import BucketSyncError, Forbidden, NotFound
+
+ASSETS = Path(__file__).resolve().parent
+_ASSET_NAME = re.compile(r"^[a-z][a-z0-9-]*\.(js|css)$")
+_MEDIA = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+SESSION_COOKIE = "agenthub_dash_session"
+STATE_COOKIE = "agenthub_dash_oauth_state"
+# A header a cross-site form cannot send: cookie-authenticated writes must carry it.
+WRITE_HEADER = "x-agenthub-dashboard"
+POLL_S = 30
+# Everything the page loads or calls is its own origin; the Space page may frame it.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'self' https://huggingface.co; base-uri 'none'; "
+    "form-action 'self'"
+)
+
+
+def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_S) -> APIRouter:
+    router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+    @router.get("")
+    @router.get("/")
+    def page() -> FileResponse:
+        return FileResponse(
+            ASSETS / "index.html",
+            media_type="text/html; charset=utf-8",
+            headers={"Content-Security-Policy": CSP, "Cache-Control": "no-cache"},
+        )
+
+    @router.get("/assets/{name}")
+    def asset(name: str) -> FileResponse:
+        match = _ASSET_NAME.match(name)
+        path = ASSETS / name
+        if match is None or not path.is_file():
+            raise NotFound(f"no dashboard asset {name!r}")
+        return FileResponse(path, media_type=_MEDIA[match.group(1)])
+
+    @router.get("/config.json")
+    def config(request: Request) -> dict[str, Any]:
+        session = oauth.session(request.cookies.get(SESSION_COOKIE)) if oauth else None
+        return {
+            "poll_s": poll_s,
+            "oauth_login": "/dashboard/oauth/login" if oauth else None,
+            "oauth_user": session.user if session else None,
+        }
+
+    @router.get("/api/v1/{path:path}")
+    @router.get("/api/v1")
+    async def proxied_get(request: Request, path: str = "") -> Response:
+        headers = _auth_headers(request, oauth)
+        query = list(request.query_params.multi_items())
+        return _reply(await proxy.get(path, query, headers, _peer(request)))
+
+    @router.post("/api/v1/{path:path}")
+    async def proxied_post(request: Request, path: str) -> Response:
+        headers = _auth_headers(request, oauth)
+        if "authorization" not in {k.lower() for k in request.headers} and (
+            request.headers.get(WRITE_HEADER) != "1"
+        ):
+            raise Forbidden(
+                "a signed-in write must come from the dashboard page",
+                hint=f"send the {WRITE_HEADER}: 1 header",
+            )
+        return _reply(await proxy.post(path, await request.body(), headers, _peer(request)))
+
+    if oauth is not None:
+        _add_oauth_routes(router, oauth)
+    return router
+
+
+def _add_oauth_routes(router: APIRouter, oauth: OAuthFlow) -> None:
+    @router.get("/oauth/login")
+    def login(next: str | None = None) -> RedirectResponse:
+        url, state = oauth.begin(next)
+        response = RedirectResponse(url, status_code=302)
+        _set_cookie(response, STATE_COOKIE, state, 600, "/dashboard/oauth", oauth.secure)
+        return response
+
+    @router.get("/oauth/callback")
+    async def callback(
+        request: Request,
+        code: str | None = None,
+        state: str | None = None,
+        error: str | None = None,
+    ) -> RedirectResponse:
+        try:
+            sid, target = await oauth.finish(
+                code=code,
+                state=state,
+                cookie_state=request.cookies.get(STATE_COOKIE),
+                error=error,
+            )
+        except BucketSyncError as exc:
+            # Back to the page with the reason, and the stale state cookie cleared.
+            query = urlencode({"signin_error": exc.message, "hint": exc.hint or ""})
+            failed = RedirectResponse(f"/dashboard?{query}", status_code=302)
+            failed.delete_cookie(STATE_COOKIE, path="/dashboard/oauth")
+            return failed
+        response = RedirectResponse(target, status_code=302)
+        response.delete_cookie(STATE_COOKIE, path="/dashboard/oauth")
+        ttl = int(oauth.session_ttl.total_seconds())
+        _set_cookie(response, SESSION_COOKIE, sid, ttl, "/dashboard", oauth.secure)
+        return response
+
+    @router.post("/oauth/logout")
+    def logout(request: Request) -> dict[str, bool]:
+        oauth.end(request.cookies.get(SESSION_COOKIE))
+        return {"signed_out": True}
+
+
+def _set_cookie(
+    response: Response, name: str, value: str, max_age: int, path: str, secure: bool
+) -> None:
+    # Lax, not None: the flow runs top-level (open it in a new tab from an embedded Space).
+    response.set_cookie(
+        name, value, max_age=max_age, path=path, httponly=True, secure=secure, samesite="lax"
+    )
+
+
+def _auth_headers(request: Request, oauth: OAuthFlow | None) -> dict[str, str]:
+    headers = {k: v for k, v in request.headers.items()}
+    if "authorization" not in headers and oauth is not None:
+        session = oauth.session(request.cookies.get(SESSION_COOKIE))
+        if session is not None:
+            headers["authorization"] = f"Bearer {session.token}"
+    return headers
+
+
+def _peer(request: Request) -> Peer:
+    return (request.client.host, request.client.port) if request.client else None
+
+
+def _reply(reply: Reply) -> Response:
+    return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
