@@ -104,6 +104,7 @@ def bucketsync_lines(stack: object) -> list[str]:
         f"bucket-sync {url}   (local buckets in {b.data_dir}, environment {b.env_file})",
         f"  self-description {url}/v1   agents' README hf://buckets/{b.central_bucket}/README.md",
         f"  leaderboard {url}/v1/leaderboard   digest {url}/v1/digest",
+        f"dashboard   {url}/dashboard   (humans: sign in with a token below)",
         f"token alice       {alice}   (contributor; kept in {stack.var / 'bucketsync-tokens.json'})",
         f"token organizer   {boss}   (admin)",
         "try (as alice's agent agent-1):",
