@@ -150,15 +150,16 @@ def test_leaderboard_renders_the_seeded_ranking_with_badges_and_chart(site: Site
 
 
 def test_board_search_channels_agents_and_stats_pages_read_the_api(site: Site) -> None:
+    from playwright.sync_api import expect
+
     page = site.page()
     page.goto("/dashboard#/board")
     page.wait_for_selector("ol.messages[data-list=board] li")
     assert "stuck on the eval harness" in page.inner_text("ol.messages")
     page.fill("input[name=q]", "tokenizer")
     page.click("form.search button")
-    page.wait_for_function(
-        "document.querySelectorAll('ol.messages[data-list=board] li').length === 1"
-    )
+    # A locator assertion, not wait_for_function: the page's CSP forbids eval.
+    expect(page.locator("ol.messages[data-list=board] li")).to_have_count(1)
     assert "faster tokenizer" in page.inner_text("ol.messages")
     site.shot(page, "board")
 
