@@ -41,6 +41,15 @@ class FollowOptions:
 Step = ApplyResult | SnapshotResult
 
 
+@dataclass(frozen=True)
+class _Position:
+    """Where the last committed apply left the cursor (so the next ask needs no read)."""
+
+    cursor: str
+    instance: str
+    epoch: str | None
+
+
 class Follower:
     def __init__(
         self,
@@ -65,6 +74,7 @@ class Follower:
         )
         self.last_error: str | None = None
         self.resnapshots = 0
+        self._known: _Position | None = None
 
     def _cursor(self) -> SourceCursor | None:
         with self.db.read_only() as session:
@@ -79,6 +89,7 @@ class Follower:
 
     async def _resnapshot(self, *, gone: bool) -> SnapshotResult:
         self.resnapshots += 1
+        self._known = None
         try:
             result = await self.importer.run(self.source, gone=gone)
         except FeedRefused as exc:
@@ -90,23 +101,33 @@ class Follower:
 
     async def step(self, *, wait: float | None = None) -> Step:
         """Fetch and apply one page (or take a snapshot when there is nothing to follow)."""
-        cursor = await asyncio.to_thread(self._cursor)
-        if cursor is None:
-            return await self._resnapshot(gone=False)
+        try:
+            return await self._step(wait)
+        except BaseException:
+            self._known = None
+            raise
+
+    async def _step(self, wait: float | None) -> Step:
+        position = self._known
+        if position is None:
+            cursor = await asyncio.to_thread(self._cursor)
+            if cursor is None:
+                return await self._resnapshot(gone=False)
+            position = _Position(cursor.cursor, cursor.source_instance, cursor.source_epoch)
         try:
             page = await self.source.page(
-                cursor.cursor,
+                position.cursor,
                 limit=self.options.limit,
                 wait=self.options.wait_s if wait is None else wait,
-                source_instance=cursor.source_instance,
-                source_epoch=cursor.source_epoch,
+                source_instance=position.instance,
+                source_epoch=position.epoch,
             )
         except ResnapshotRequired as exc:
             log.warning("State Hub asks for a re-snapshot: %s", exc.message)
             await asyncio.to_thread(self._record, exc)
             return await self._resnapshot(gone=exc.gone)
         try:
-            result = await asyncio.to_thread(self.applier.apply, page, after=cursor.cursor)
+            result = await asyncio.to_thread(self.applier.apply, page, after=position.cursor)
         except FeedRefused as exc:
             log.error("feed page refused, nothing applied: %s", exc.message)
             await asyncio.to_thread(self._record, exc)
@@ -114,6 +135,11 @@ class Follower:
                 raise
             return await self._resnapshot(gone=False)
         self.last_error = None
+        # The next request starts from what this transaction committed; re-reading
+        # the cursor row per page would cost a transaction on every change.
+        self._known = _Position(
+            result.cursor, position.instance, page.get("source_epoch") or position.epoch
+        )
         return result
 
     async def catch_up(self, *, max_steps: int = 100_000) -> ApplyResult:
