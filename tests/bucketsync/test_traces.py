@@ -46,7 +46,7 @@ def share(world: World, agent: str, text: str | None = None, *, share: str | Non
     return world.client.post("/v1/traces", json=body)
 
 
-def test_bs_10_1_stats_share_is_tokenless_and_defaults_to_stats(world: World) -> None:
+def test_bs_10_1_bs_1_23_stats_share_is_tokenless_and_defaults_to_stats(world: World) -> None:
     world.agent("agent-1")
     response = share(world, "agent-1", manifest())
     assert response.status_code == 201, response.text

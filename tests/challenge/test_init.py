@@ -58,7 +58,7 @@ def read_env(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines())
 
 
-def test_init_writes_env_creates_buckets_and_publishes_readme_and_clients(
+def test_bs_10_15_init_writes_env_creates_buckets_and_publishes_readme_and_clients(
     challenge_file: Path, tmp_path: Path
 ) -> None:
     code, out = run_init(challenge_file, tmp_path)
@@ -76,7 +76,9 @@ def test_init_writes_env_creates_buckets_and_publishes_readme_and_clients(
     assert audit is not None and audit.private
     readme = (store.read("acme/primes-main-bucket", "README.md") or b"").decode()
     assert "# Prime hunt" in readme and "http://hub.test/v1/agents/register" in readme
-    assert "## Staying responsive" in readme and "share_trace.py" in readme
+    assert "## Staying responsive" in readme
+    # BS-10.15: the README tells agents to copy share_trace.py down from the central bucket
+    assert "hf buckets cp hf://buckets/acme/primes-main-bucket/clients/share_trace.py ." in readme
     assert (
         store.read("acme/primes-main-bucket", "clients/share_trace.py")
         == (bootstrap.CLIENTS_DIR / "share_trace.py").read_bytes()
