@@ -323,6 +323,31 @@ class _PageRun:
             hint=RESNAPSHOT_HINT,
         )
 
+    def _against(
+        self, change: Change, stored: Row | None, transition: Callable[[], str | None]
+    ) -> str:
+        """The §6 table for one entity key: `inserted` with no stored row; `stale` (logged)
+        below it; `unchanged` for an identical replay; a refusal for the same revision with
+        other content or an illegal field change; else `replaced`."""
+        if stored is None:
+            return "inserted"
+        if change.revision < stored["revision"]:
+            return self._stale(change, stored["revision"])
+        if change.revision == stored["revision"]:
+            if stored == change.row:
+                self.result.unchanged += 1
+                return "unchanged"
+            raise _refuse_conflict(change, stored)
+        reason = transition()
+        if reason is not None:
+            raise FeedRefused(
+                "illegal_transition",
+                f"{change.entity} at revision {change.revision}: {reason}",
+                rows=[change.key],
+                hint=RESNAPSHOT_HINT,
+            )
+        return "replaced"
+
     def message(self, change: Change) -> str:
         tombstone = self.w.tombstones[change.key]
         if tombstone is not None:
@@ -330,25 +355,13 @@ class _PageRun:
                 return self._stale(change, tombstone["revision"])
             raise self._reused(change, tombstone)
         stored = self.w.messages[change.key]
-        if stored is None:
-            outcome = "inserted"
-        else:
-            if change.revision < stored["revision"]:
-                return self._stale(change, stored["revision"])
-            if change.revision == stored["revision"]:
-                if stored == change.row:
-                    self.result.unchanged += 1
-                    return "unchanged"
-                raise _refuse_conflict(change, stored)
-            reason = message_transition(stored, change.row, self.tombstone_revision)
-            if reason is not None:
-                raise FeedRefused(
-                    "illegal_transition",
-                    f"message at revision {change.revision}: {reason}",
-                    rows=[change.key],
-                    hint=RESNAPSHOT_HINT,
-                )
-            outcome = "replaced"
+        outcome = self._against(
+            change,
+            stored,
+            lambda: message_transition(stored or {}, change.row, self.tombstone_revision),
+        )
+        if outcome in ("stale", "unchanged"):
+            return outcome
         self._write(change, outcome)
         self.w.messages[change.key] = change.row
         self.w.dirty_messages.add(change.key)
@@ -370,25 +383,11 @@ class _PageRun:
             return self._receipt_delete(change, stored, deleted)
         if deleted is not None and change.revision <= deleted["revision"]:
             return self._stale(change, deleted["revision"])
-        if stored is None:
-            outcome = "inserted"
-        else:
-            if change.revision < stored["revision"]:
-                return self._stale(change, stored["revision"])
-            if change.revision == stored["revision"]:
-                if stored == change.row:
-                    self.result.unchanged += 1
-                    return "unchanged"
-                raise _refuse_conflict(change, stored)
-            reason = receipt_transition(stored, change.row)
-            if reason is not None:
-                raise FeedRefused(
-                    "illegal_transition",
-                    f"receipt at revision {change.revision}: {reason}",
-                    rows=[change.key],
-                    hint=RESNAPSHOT_HINT,
-                )
-            outcome = "replaced"
+        outcome = self._against(
+            change, stored, lambda: receipt_transition(stored or {}, change.row)
+        )
+        if outcome in ("stale", "unchanged"):
+            return outcome
         self._write(change, outcome)
         self.w.receipts[change.key] = change.row
         self.w.dirty_receipts.add(change.key)
