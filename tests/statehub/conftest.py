@@ -17,54 +17,23 @@ from agenthub.statehub import migrate
 from agenthub.statehub.app import create_app
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
-from tests.support.databases import require_pg, temporary_pg_database
+from tests.support.databases import migrated, require_pg, temporary_pg_database, truncate
 
 DATA_TABLES = ("message_receipts", "agent_messages", "message_identity_aliases")
 
 
 @pytest.fixture(scope="session")
 def _pg_statehub_url(pg_database_url: str) -> str:
-    engine = make_engine(pg_database_url)
-    try:
-        migrate.upgrade(engine)
-    finally:
-        engine.dispose()
-    return pg_database_url
-
-
-def _empty_pg(url: str) -> None:
-    engine = make_engine(url)
-    try:
-        with engine.begin() as conn:
-            existing = {
-                row[0]
-                for row in conn.execute(
-                    text("select tablename from pg_tables where schemaname = current_schema()")
-                )
-            }
-            tables = [
-                t
-                for t in (*DATA_TABLES, "message_tombstones", "receipt_tombstones")
-                if t in existing
-            ]
-            conn.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
-    finally:
-        engine.dispose()
+    return migrated(pg_database_url, migrate.upgrade)
 
 
 @pytest.fixture(params=["sqlite", "pg"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A State Hub database at head, empty: a new SQLite file, or the session's PostgreSQL."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'statehub.db'}"
-        engine = make_engine(url)
-        try:
-            migrate.upgrade(engine)
-        finally:
-            engine.dispose()
-        return url
+        return migrated(f"sqlite:///{tmp_path / 'statehub.db'}", migrate.upgrade)
     url: str = request.getfixturevalue("_pg_statehub_url")
-    _empty_pg(url)
+    truncate(url, (*DATA_TABLES, "message_tombstones", "receipt_tombstones"))
     return url
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from agenthub.db import normalize_url
+from agenthub.db import make_engine, normalize_url
 
 PG_ENV = "AGENTHUB_TEST_PG_URL"
 REDIS_ENV = "AGENTHUB_TEST_REDIS_URL"
@@ -59,3 +59,35 @@ def temporary_pg_database(server_url: str, prefix: str = "agenthub_t") -> Iterat
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def migrated(url: str, upgrade: Callable[[Engine], None]) -> str:
+    """Bring the database at `url` to its service's head; returns `url`."""
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    return url
+
+
+@contextmanager
+def migrated_pg_database(
+    server_url: str, prefix: str, upgrade: Callable[[Engine], None]
+) -> Iterator[str]:
+    """A throw-away PostgreSQL database at a service's head."""
+    with temporary_pg_database(server_url, prefix=prefix) as url:
+        yield migrated(url, upgrade)
+
+
+def truncate(url: str, tables: Sequence[str]) -> None:
+    """Empty `tables` (those that exist) between tests sharing one PostgreSQL database."""
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            existing = set(inspect(conn).get_table_names())
+            present = [t for t in tables if t in existing]
+            if present:
+                conn.execute(text(f"TRUNCATE {', '.join(present)} CASCADE"))
+    finally:
+        engine.dispose()
