@@ -33,6 +33,7 @@ from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.models import AgentMessage, MessageReceipt
 from agenthub.statehub.schemas import MessageCreate, ReplyCreate
 from agenthub.statehub.snapshot import PagedSnapshots
+from agenthub.statehub.snapshot import image as snapshot_image
 from agenthub.statehub.store import Database as StateHubDatabase
 from tests.hubcore.follow_support import Image, hubcore_image
 
@@ -151,7 +152,7 @@ class World:
             self.broadcasts.append(message.id)
 
     def statehub_image(self) -> Image:
-        snap = self.feed.snapshot()
+        snap = snapshot_image(self.feed)
         return (
             {m["id"]: m for m in snap["messages"]},
             {f"{r['message_id']}:{r['agent']}": r for r in snap["receipts"]},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenthub.statehub.feed import content_hash
+from agenthub.statehub.rows import content_hash
 
 
 @dataclass

@@ -22,6 +22,7 @@ from agenthub.statehub import migrate, repository, source
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.models import AgentMessage
 from agenthub.statehub.revisions import RevisionMode
+from agenthub.statehub.snapshot import image as snapshot_image
 from agenthub.statehub.store import Database
 from tests.statehub.feed_image import Image, same_rows
 from tests.support.databases import require_pg, temporary_pg_database
@@ -65,7 +66,7 @@ def _write_load(db: Database, seed: int) -> None:
 
 def _follow_while_writing(db: Database) -> tuple[Image, dict[str, object]]:
     feed = FeedService(db, SystemClock(), "concurrency")
-    image = Image.from_snapshot(feed.snapshot())
+    image = Image.from_snapshot(snapshot_image(feed))
     writers = [threading.Thread(target=_write_load, args=(db, seed)) for seed in range(WRITERS)]
     for thread in writers:
         thread.start()
@@ -76,7 +77,7 @@ def _follow_while_writing(db: Database) -> tuple[Image, dict[str, object]]:
     # Catch up. Under `xid` a revision is served once every older transaction in
     # the cluster has ended, so an unrelated open transaction can delay (never
     # drop) the tail: keep following until the image holds the final snapshot.
-    final = feed.snapshot()
+    final = snapshot_image(feed)
     deadline = time.monotonic() + 3
     while True:
         page = feed.page(image.cursor, limit=5000)

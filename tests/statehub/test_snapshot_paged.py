@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.clock import FrozenClock
-from agenthub.statehub.feed import content_hash
+from agenthub.statehub.rows import content_hash
 from agenthub.statehub.store import Database
 from tests.statehub.test_feed import busy_inbox, raw_delete, send, snapshot
 

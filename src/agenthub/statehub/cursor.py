@@ -1,32 +1,32 @@
-"""Feed cursors: the opaque `v1:<revision>` string of contract §2 and §8."""
+"""Feed cursors as State Hub answers them: the contract's codec, its refusals as HTTP errors.
+
+A malformed cursor is a 400; a cursor of another contract version is a 409
+(contract §8), so the consumer re-snapshots.
+"""
 
 from __future__ import annotations
 
-import re
-
+from agenthub.contracts import inbox_feed
+from agenthub.contracts.inbox_feed import CONTRACT, CURSOR_VERSION, encode_cursor
 from agenthub.statehub.errors import MalformedCursor, ResnapshotConflict
 
-VERSION = "v1"
-CONTRACT = "statehub.inbox-feed.v1"
-_CURSOR_RE = re.compile(r"^(v[0-9]{1,4}):([0-9]{1,19})$")
-MAX_REVISION = 2**63 - 1
+__all__ = ["CONTRACT", "decode", "encode"]
 
-
-def encode(revision: int) -> str:
-    return f"{VERSION}:{revision}"
+encode = encode_cursor
 
 
 def decode(cursor: str) -> int:
     """The revision in a `v1:` cursor; 409 for another version, 400 for anything malformed."""
-    match = _CURSOR_RE.match(cursor)
-    if match is None or int(match.group(2)) > MAX_REVISION:
+    try:
+        return inbox_feed.decode_cursor(cursor)
+    except inbox_feed.ForeignCursor as exc:
+        raise ResnapshotConflict(
+            f"cursor {cursor!r} belongs to contract version {exc.version}, "
+            f"this feed serves {CURSOR_VERSION}",
+            hint="take a new snapshot from GET /messages/feed/snapshot and follow from its cursor",
+        ) from None
+    except inbox_feed.MalformedCursor:
         raise MalformedCursor(
             f"malformed cursor {cursor!r}",
             hint="pass a cursor exactly as a snapshot or feed page returned it (e.g. 'v1:0')",
-        )
-    if match.group(1) != VERSION:
-        raise ResnapshotConflict(
-            f"cursor {cursor!r} belongs to contract version {match.group(1)}, this feed serves {VERSION}",
-            hint="take a new snapshot from GET /messages/feed/snapshot and follow from its cursor",
-        )
-    return int(match.group(2))
+        ) from None

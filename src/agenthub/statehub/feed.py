@@ -1,6 +1,6 @@
-"""The inbox change feed (contract `statehub.inbox-feed.v1`): snapshot and cursor pages.
+"""The inbox change feed (contract `statehub.inbox-feed.v1`): the source's position and cursor pages.
 
-Both run in one consistent read (`Database.snapshot`). The servable bound is
+The snapshot over the same position is `statehub.snapshot`. Both run in one consistent read (`Database.snapshot`). The servable bound is
 the watermark of the revision mode: the highest visible revision under `lock`
 (and on SQLite), and everything below `pg_snapshot_xmin` under `xid`.
 """
@@ -8,27 +8,35 @@ the watermark of the revision mode: the highest visible revision under `lock`
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Row, String, Uuid, cast, func, select, text, type_coerce
+from sqlalchemy import Row, func, select, text
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
-from agenthub.sqltypes import UTCDateTime
 from agenthub.statehub import cursor, source
 from agenthub.statehub.errors import FeedError, ResnapshotConflict, ResnapshotGone
-from agenthub.statehub.models import (
-    AgentMessage,
-    MessageReceipt,
-    MessageTombstone,
-    ReceiptTombstone,
+from agenthub.statehub.rows import (
+    MESSAGE_COLUMNS,
+    MESSAGES,
+    RECEIPT_COLUMNS,
+    RECEIPT_TOMBSTONE_COLUMNS,
+    RECEIPT_TOMBSTONES,
+    RECEIPTS,
+    REVISION_TABLES,
+    TOMBSTONE_COLUMNS,
+    TOMBSTONES,
+    iso,
+    message_state,
+    receipt_state,
+    receipt_tombstone_state,
+    tombstone_state,
+    uuid_text,
+    wire_columns,
 )
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake
@@ -38,176 +46,6 @@ MAX_LIMIT = 5000
 # Below common proxy idle timeouts (60 s), so a parked request is never cut.
 MAX_WAIT_S = 55.0
 TOMBSTONE_HORIZON = timedelta(days=90)
-
-_M = AgentMessage.__table__.c
-_R = MessageReceipt.__table__.c
-_T = MessageTombstone.__table__.c
-_RT = ReceiptTombstone.__table__.c
-MESSAGE_COLUMNS = (
-    _M.id, _M.from_agent, _M.to_agent, _M.subject, _M.body, _M.thread_id, _M.read_at,
-    _M.archived_at, _M.kind, _M.expires_at, _M.supersedes_id, _M.created_at, _M.revision,
-)  # fmt: skip
-RECEIPT_COLUMNS = (
-    _R.message_id,
-    _R.agent,
-    _R.delivered_at,
-    _R.read_at,
-    _R.acknowledged_at,
-    _R.revision,
-)
-TOMBSTONE_COLUMNS = (_T.message_id, _T.revision, _T.deleted_at, _T.reason)
-RECEIPT_TOMBSTONE_COLUMNS = (_RT.message_id, _RT.agent, _RT.revision, _RT.deleted_at)
-REVISION_TABLES = (_M, _R, _T, _RT)
-PG_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
-
-
-def wire_columns(session: Session, columns: Sequence[Any]) -> tuple[Any, ...]:
-    """`columns` as the feed selects them: ids and timestamps arrive as text that
-    `uuid_text` and `iso` only slice (PostgreSQL formats them in SQL; SQLite
-    hands back its stored text). Parsing every value into `UUID`/`datetime`
-    objects only to print them again was most of a page's cost."""
-    postgres = session.get_bind().dialect.name == "postgresql"
-    out: list[Any] = []
-    for column in columns:
-        expr: Any
-        if isinstance(column.type, Uuid):
-            expr = cast(column, String) if postgres else type_coerce(column, String)
-        elif isinstance(column.type, UTCDateTime):
-            expr = (
-                func.to_char(func.timezone("UTC", column), PG_ISO_FORMAT)
-                if postgres
-                else type_coerce(column, String)
-            )
-        else:
-            out.append(column)
-            continue
-        out.append(expr.label(column.name))
-    return tuple(out)
-
-
-def iso(value: datetime | str | None) -> str | None:
-    """Canonical timestamp text: UTC, microseconds, `Z`."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if len(value) == 27 and value[10] == "T" and value[26] == "Z":
-            return value  # already canonical (formatted by PostgreSQL)
-        # SQLite's stored text, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) as written
-        # by State Hub and its triggers; anything else takes the slow path.
-        if len(value) == 26 and value[10] == " ":
-            return f"{value[:10]}T{value[11:]}Z"
-        parsed = datetime.fromisoformat(value)
-        value = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    if value.utcoffset():
-        value = value.astimezone(UTC)
-    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-def _uuid(value: uuid.UUID | str | None) -> str | None:
-    return None if value is None else uuid_text(value)
-
-
-def uuid_text(value: uuid.UUID | str) -> str:
-    """Lowercase hyphenated UUID from a `UUID` or SQLite's stored text."""
-    if isinstance(value, str):
-        if len(value) == 32:  # SQLite stores the 32 hex digits
-            return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
-        return str(uuid.UUID(value))
-    return str(value)
-
-
-def message_state(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "id": uuid_text(row.id),
-        "from_agent": row.from_agent,
-        "to_agent": row.to_agent,
-        "subject": row.subject,
-        "body": row.body,
-        "thread_id": _uuid(row.thread_id),
-        "read_at": iso(row.read_at),
-        "archived_at": iso(row.archived_at),
-        "kind": row.kind,
-        "expires_at": iso(row.expires_at),
-        "supersedes_id": _uuid(row.supersedes_id),
-        "created_at": iso(row.created_at),
-        "revision": row.revision,
-    }
-
-
-def receipt_state(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "message_id": uuid_text(row.message_id),
-        "agent": row.agent,
-        "delivered_at": iso(row.delivered_at),
-        "read_at": iso(row.read_at),
-        "acknowledged_at": iso(row.acknowledged_at),
-        "revision": row.revision,
-    }
-
-
-def tombstone_state(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "message_id": uuid_text(row.message_id),
-        "revision": row.revision,
-        "deleted_at": iso(row.deleted_at),
-        "reason": row.reason,
-    }
-
-
-def receipt_tombstone_state(row: Row[Any]) -> dict[str, Any]:
-    return {
-        "message_id": uuid_text(row.message_id),
-        "agent": row.agent,
-        "revision": row.revision,
-        "deleted_at": iso(row.deleted_at),
-    }
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def content_hash(
-    messages: Sequence[dict[str, Any]],
-    receipts: Sequence[dict[str, Any]],
-    tombstones: Sequence[dict[str, Any]],
-) -> str:
-    """sha256 of canonical JSON of `{messages, receipts, tombstones}`, rows sorted by key (§8)."""
-    hasher = _SnapshotHasher()
-    for part, rows, key in (
-        ("messages", messages, lambda r: r["id"]),
-        ("receipts", receipts, lambda r: (r["message_id"], r["agent"])),
-        ("tombstones", tombstones, lambda r: r["message_id"]),
-    ):
-        hasher.start(part)
-        for row in sorted(rows, key=key):
-            hasher.add(row)
-    return hasher.finish()
-
-
-class _SnapshotHasher:
-    """Hashes `{"messages":[…],"receipts":[…],"tombstones":[…]}` as the rows stream past."""
-
-    def __init__(self) -> None:
-        self._sha = hashlib.sha256(b"{")
-        self._parts = 0
-        self._rows = 0
-
-    def start(self, part: str) -> None:
-        prefix = "]," if self._parts else ""
-        self._sha.update(f'{prefix}"{part}":['.encode())
-        self._parts += 1
-        self._rows = 0
-
-    def add(self, row: dict[str, Any]) -> None:
-        if self._rows:
-            self._sha.update(b",")
-        self._sha.update(canonical_json(row).encode())
-        self._rows += 1
-
-    def finish(self) -> str:
-        self._sha.update(b"]}")
-        return self._sha.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -252,7 +90,7 @@ class FeedService:
         if self.served.restored(token, high_water):
             source.rotate_sqlite_token(self.db)
 
-    def _served(self, session: Session, pos: Position) -> None:
+    def record_served(self, session: Session, pos: Position) -> None:
         if self.served is not None:
             self.served.record(source.sqlite_token(session), pos.high_water)
 
@@ -273,7 +111,7 @@ class FeedService:
         with self.db.read() as session:
             return self._max_revision(session, self._bound(session, source.read_state(session)))
 
-    def _position(self, session: Session) -> Position:
+    def read_position(self, session: Session) -> Position:
         state = source.read_state(session)
         if self.db.sqlite:
             source_time = self.clock.now()
@@ -286,10 +124,21 @@ class FeedService:
         high_water = self._max_revision(session, None) if bound is None else bound
         cutoff = self.clock.now() - TOMBSTONE_HORIZON
         compacted: int = session.execute(
-            select(func.coalesce(func.max(_T.revision).filter(_T.deleted_at < cutoff), 0))
+            select(
+                func.coalesce(
+                    func.max(TOMBSTONES.revision).filter(TOMBSTONES.deleted_at < cutoff), 0
+                )
+            )
         ).scalar_one()
         compacted_receipts: int = session.execute(
-            select(func.coalesce(func.max(_RT.revision).filter(_RT.deleted_at < cutoff), 0))
+            select(
+                func.coalesce(
+                    func.max(RECEIPT_TOMBSTONES.revision).filter(
+                        RECEIPT_TOMBSTONES.deleted_at < cutoff
+                    ),
+                    0,
+                )
+            )
         ).scalar_one()
         return Position(
             instance=self.instance_label,
@@ -314,12 +163,12 @@ class FeedService:
     def high_water_cursor(self) -> str:
         self.check_restore()
         with self.db.snapshot() as session:
-            return cursor.encode(self._position(session).high_water)
+            return cursor.encode(self.read_position(session).high_water)
 
     def position(self) -> dict[str, Any]:
         self.check_restore()
         with self.db.snapshot() as session:
-            return self._position(session).envelope()
+            return self.read_position(session).envelope()
 
     # -- cursor pages -------------------------------------------------------------
 
@@ -333,8 +182,8 @@ class FeedService:
     ) -> dict[str, Any]:
         self.check_restore()
         with self.db.snapshot() as session:
-            pos = self._position(session)
-            self._served(session, pos)
+            pos = self.read_position(session)
+            self.record_served(session, pos)
             try:
                 after_revision = cursor.decode(after)
                 self._check(pos, after, after_revision, source_instance, source_epoch)
@@ -415,21 +264,26 @@ class FeedService:
         def put(revision: int, slot: int, change: dict[str, Any]) -> None:
             grouped.setdefault(revision, [[], [], [], []])[slot].append(change)
 
-        for row in rows(MESSAGE_COLUMNS, _M, _M.id):
+        for row in rows(MESSAGE_COLUMNS, MESSAGES, MESSAGES.id):
             key = uuid_text(row.id)
             put(
                 row.revision, 0, _change(row.revision, "message", key, "upsert", message_state(row))
             )
-        for row in rows(RECEIPT_COLUMNS, _R, _R.message_id, _R.agent):
+        for row in rows(RECEIPT_COLUMNS, RECEIPTS, RECEIPTS.message_id, RECEIPTS.agent):
             key = f"{uuid_text(row.message_id)}:{row.agent}"
             put(
                 row.revision, 1, _change(row.revision, "receipt", key, "upsert", receipt_state(row))
             )
-        for row in rows(RECEIPT_TOMBSTONE_COLUMNS, _RT, _RT.message_id, _RT.agent):
+        for row in rows(
+            RECEIPT_TOMBSTONE_COLUMNS,
+            RECEIPT_TOMBSTONES,
+            RECEIPT_TOMBSTONES.message_id,
+            RECEIPT_TOMBSTONES.agent,
+        ):
             key = f"{uuid_text(row.message_id)}:{row.agent}"
             state = receipt_tombstone_state(row)
             put(row.revision, 2, _change(row.revision, "receipt", key, "delete", state))
-        for row in rows(TOMBSTONE_COLUMNS, _T, _T.message_id):
+        for row in rows(TOMBSTONE_COLUMNS, TOMBSTONES, TOMBSTONES.message_id):
             key = uuid_text(row.message_id)
             state = tombstone_state(row)
             put(row.revision, 3, _change(row.revision, "tombstone", key, "delete", state))
@@ -472,19 +326,6 @@ class FeedService:
             if page["changes"] or remaining <= 0 or timed_out:
                 return page
             timed_out = not await wake.wait_past(generation, remaining)
-
-    # -- snapshot -------------------------------------------------------------------
-
-    def snapshot_stream(self) -> Iterator[bytes]:
-        """The whole image as one JSON document, streamed row by row (see `snapshot`)."""
-        from agenthub.statehub.snapshot import stream
-
-        return stream(self)
-
-    def snapshot(self) -> dict[str, Any]:
-        """The snapshot as one object (tests and in-process callers)."""
-        result: dict[str, Any] = json.loads(b"".join(self.snapshot_stream()))
-        return result
 
 
 def _change(revision: int, entity: str, key: str, op: str, state: dict[str, Any]) -> dict[str, Any]:

@@ -21,24 +21,24 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Select, func, select, text, tuple_
 from sqlalchemy.orm import Session
 
+from agenthub.contracts.inbox_feed import HASHED_PARTS, ContentHasher
 from agenthub.statehub import cursor
 from agenthub.statehub.errors import InvalidRequest, ResnapshotConflict
-from agenthub.statehub.feed import (
-    _M,
-    _R,
-    _RT,
-    _T,
+from agenthub.statehub.feed import TOMBSTONE_HORIZON, FeedService
+from agenthub.statehub.rows import (
     MESSAGE_COLUMNS,
+    MESSAGES,
     RECEIPT_COLUMNS,
     RECEIPT_TOMBSTONE_COLUMNS,
+    RECEIPT_TOMBSTONES,
+    RECEIPTS,
     TOMBSTONE_COLUMNS,
-    TOMBSTONE_HORIZON,
-    _SnapshotHasher,
+    TOMBSTONES,
     message_state,
     receipt_state,
     receipt_tombstone_state,
@@ -47,12 +47,8 @@ from agenthub.statehub.feed import (
     wire_columns,
 )
 
-if TYPE_CHECKING:
-    from agenthub.statehub.feed import FeedService
-
 STREAM_BATCH = 2000
 MAX_PAGE_SIZE = 10_000
-HASHED_PARTS = ("messages", "receipts", "tombstones")
 
 
 @dataclass(frozen=True)
@@ -81,17 +77,26 @@ def _c(session: Session, column: Any) -> Any:
 
 
 PARTS = (
-    Part("messages", MESSAGE_COLUMNS, lambda s: (_M.id,), message_state),
-    Part("receipts", RECEIPT_COLUMNS, lambda s: (_R.message_id, _c(s, _R.agent)), receipt_state),
+    Part("messages", MESSAGE_COLUMNS, lambda s: (MESSAGES.id,), message_state),
     Part(
-        "tombstones", TOMBSTONE_COLUMNS, lambda s: (_T.message_id,), tombstone_state, _T.deleted_at
+        "receipts",
+        RECEIPT_COLUMNS,
+        lambda s: (RECEIPTS.message_id, _c(s, RECEIPTS.agent)),
+        receipt_state,
+    ),
+    Part(
+        "tombstones",
+        TOMBSTONE_COLUMNS,
+        lambda s: (TOMBSTONES.message_id,),
+        tombstone_state,
+        TOMBSTONES.deleted_at,
     ),
     Part(
         "receipt_tombstones",
         RECEIPT_TOMBSTONE_COLUMNS,
-        lambda s: (_RT.message_id, _c(s, _RT.agent)),
+        lambda s: (RECEIPT_TOMBSTONES.message_id, _c(s, RECEIPT_TOMBSTONES.agent)),
         receipt_tombstone_state,
-        _RT.deleted_at,
+        RECEIPT_TOMBSTONES.deleted_at,
     ),
 )
 
@@ -105,17 +110,15 @@ def stream(feed: FeedService) -> Iterator[bytes]:
     are known only once every row has passed."""
     feed.check_restore()
     with feed.db.snapshot() as session:
-        pos = feed._position(session)
-        feed._served(session, pos)
+        pos = feed.read_position(session)
+        feed.record_served(session, pos)
         head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
         yield _dumps(head)[:-1].encode()
-        hasher = _SnapshotHasher()
+        hasher = ContentHasher()
         count = 0
         cutoff = feed.clock.now() - TOMBSTONE_HORIZON
         for part in PARTS:
             hashed = part.name in HASHED_PARTS
-            if hashed:
-                hasher.start(part.name)
             yield f',"{part.name}":['.encode()
             first = True
             stmt = part.select(session, cutoff).execution_options(yield_per=STREAM_BATCH)
@@ -124,7 +127,7 @@ def stream(feed: FeedService) -> Iterator[bytes]:
                 for row in chunk:
                     state = part.shape(row)
                     if hashed:
-                        hasher.add(state)
+                        hasher.add(part.name, state)
                     out.append(_dumps(state))
                 if part.name == "messages":
                     count += len(chunk)
@@ -135,17 +138,22 @@ def stream(feed: FeedService) -> Iterator[bytes]:
         yield f',"count":{count},"content_hash":"{hasher.finish()}"}}'.encode()
 
 
+def image(feed: FeedService) -> dict[str, Any]:
+    """The snapshot as one object (tests and in-process callers)."""
+    result: dict[str, Any] = json.loads(b"".join(stream(feed)))
+    return result
+
+
 def image_hash(session: Session, cutoff: Any) -> tuple[int, str]:
     """`count` and `content_hash` of the image `session` sees, in bounded memory."""
-    hasher = _SnapshotHasher()
+    hasher = ContentHasher()
     for part in PARTS:
         if part.name not in HASHED_PARTS:
             continue
-        hasher.start(part.name)
         stmt = part.select(session, cutoff).execution_options(yield_per=STREAM_BATCH)
         for row in session.execute(stmt):
-            hasher.add(part.shape(row))
-    count = int(session.execute(select(func.count(_M.id))).scalar_one())
+            hasher.add(part.name, part.shape(row))
+    count = int(session.execute(select(func.count(MESSAGES.id))).scalar_one())
     return count, hasher.finish()
 
 
@@ -234,8 +242,8 @@ class PagedSnapshots:
             export_id = None
             if not feed.db.sqlite:
                 export_id = str(session.execute(text("SELECT pg_export_snapshot()")).scalar_one())
-            pos = feed._position(session)
-            feed._served(session, pos)
+            pos = feed.read_position(session)
+            feed.record_served(session, pos)
             head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
         except BaseException:
             session.close()

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, FeedService
-from agenthub.statehub.snapshot import PagedSnapshots
+from agenthub.statehub.snapshot import PagedSnapshots, stream
 
 router = APIRouter(prefix="/messages/feed", tags=["feed"])
 NO_STORE = {"Cache-Control": "no-store"}
@@ -34,9 +34,7 @@ def snapshot(
     page: Annotated[str | None, Query(description="next_page from the previous page")] = None,
 ) -> StreamingResponse | Response:
     if page_size is None and page is None:
-        return StreamingResponse(
-            service.snapshot_stream(), media_type="application/json", headers=NO_STORE
-        )
+        return StreamingResponse(stream(service), media_type="application/json", headers=NO_STORE)
     paged: PagedSnapshots = request.app.state.paged_snapshots
     size = DEFAULT_SNAPSHOT_PAGE if page_size is None else page_size
     body = paged.first_page(size) if page is None else paged.next_page(page, size)
