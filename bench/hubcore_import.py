@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine, normalize_url  # noqa: E402
 from agenthub.hubcore import migrate  # noqa: E402
+from agenthub.hubcore.bundle_import import import_into  # noqa: E402
 from agenthub.hubcore.bundlefile import read_bundle, write_bundle  # noqa: E402
 from agenthub.hubcore.capture import capture_from_database, capture_from_statehub  # noqa: E402
-from agenthub.hubcore.snapshot import import_into  # noqa: E402
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
 from agenthub.statehub.models import AgentMessage, MessageReceipt  # noqa: E402

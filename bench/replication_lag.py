@@ -45,8 +45,8 @@ from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine  # noqa: E402
 from agenthub.hubcore import migrate  # noqa: E402
 from agenthub.hubcore.apply import PageApplier  # noqa: E402
+from agenthub.hubcore.feed_snapshot import SnapshotImporter  # noqa: E402
 from agenthub.hubcore.feedclient import InProcessFeedSource  # noqa: E402
-from agenthub.hubcore.resnapshot import SnapshotImporter  # noqa: E402
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
 from agenthub.statehub import source as statehub_source  # noqa: E402

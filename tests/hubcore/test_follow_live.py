@@ -15,10 +15,10 @@ from agenthub.cli import app as cli
 from agenthub.clock import SystemClock
 from agenthub.hubcore.apply import ApplyResult
 from agenthub.hubcore.errors import FeedRefused
+from agenthub.hubcore.feed_snapshot import SnapshotResult
 from agenthub.hubcore.freshness import FreshnessReport
 from agenthub.hubcore.models import ProjectedMessage, SourceCursor
 from agenthub.hubcore.repository import message_params
-from agenthub.hubcore.resnapshot import SnapshotResult
 from agenthub.hubcore.store import Database
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings

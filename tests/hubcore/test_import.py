@@ -14,9 +14,9 @@ from agenthub.clock import FrozenClock
 from agenthub.db import make_engine
 from agenthub.hubcore import import_snapshot, snapshot_hash
 from agenthub.hubcore import repository as repo
+from agenthub.hubcore.bundle_import import import_into, receiver_hashes
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.feedrepo import closure_violations
-from agenthub.hubcore.snapshot import import_into, receiver_hashes
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, receipt, rehash, ts, uid
 from tests.hubcore.conftest import empty_hubcore_pg

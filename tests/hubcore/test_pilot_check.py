@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from agenthub.cli import app as cli
 from agenthub.hubcore.app import create_app
+from agenthub.hubcore.bundle_import import import_into
 from agenthub.hubcore.bundlefile import write_bundle
 from agenthub.hubcore.settings import HubCoreSettings
-from agenthub.hubcore.snapshot import import_into
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, rehash
 from tests.support.servers import live_server as serving

@@ -15,10 +15,10 @@ from sqlalchemy.exc import DBAPIError
 from agenthub.clock import FrozenClock
 from agenthub.hubcore import import_snapshot
 from agenthub.hubcore.app import create_app
+from agenthub.hubcore.bundle_import import receiver_hashes
 from agenthub.hubcore.errors import ConfigurationError
 from agenthub.hubcore.models import ProjectedTombstone
 from agenthub.hubcore.settings import HubCoreSettings
-from agenthub.hubcore.snapshot import receiver_hashes
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import T0, bundle, inbox_bundle, message, ts, uid
 

@@ -1,5 +1,5 @@
 """hub-core: a derived, read-only copy of the State Hub inbox (snapshot pilot)."""
 
-from agenthub.hubcore.snapshot import ImportResult, import_snapshot, snapshot_hash
+from agenthub.hubcore.bundle_import import ImportResult, import_snapshot, snapshot_hash
 
 __all__ = ["ImportResult", "import_snapshot", "snapshot_hash"]

@@ -5,14 +5,11 @@ revision order, and the cursor moves in the same transaction; anything the
 rules cannot justify raises `FeedRefused` and the caller's transaction rolls
 back, so the projection and its cursor stay exactly as they were.
 
-Per entity key (the stored revision `s` of a key is that of its row, or of
-its tombstone):
-
-    no stored row      insert
-    r < s              ignore (stale replay) and log
-    r == s, same       no-op
-    r == s, different  refuse (`same_revision_conflict`)
-    r > s              replace, after `rules.message_transition` / `receipt_transition`
+Per entity key the §6 table decides (`rules.decide`; the stored revision `s`
+of a key is that of its row, or of its tombstone): insert, ignore a stale
+replay and log it, no-op on an identical one, refuse the same revision with
+other content (`same_revision_conflict`) or an illegal field change
+(`illegal_transition`), else replace. The page itself is parsed by `feedpage`.
 
 Out of order (§5): a change at or below the stored cursor must be an exact
 replay (a no-op or stale); a page whose `high_water` is below the stored one,
@@ -25,10 +22,8 @@ archived after its reply was written arrives after the reply.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,163 +32,22 @@ from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
 from agenthub.hubcore import feedrepo, repository
-from agenthub.hubcore.canonical import (
-    MalformedRow,
-    Row,
-    canonical_timestamp,
-    canonical_uuid,
-    normalize_message,
-    normalize_receipt,
-    normalize_tombstone,
-    parse_timestamp,
-)
+from agenthub.hubcore.canonical import Row
 from agenthub.hubcore.errors import FeedRefused
+from agenthub.hubcore.feedpage import (
+    RESNAPSHOT_HINT,
+    Change,
+    FeedPage,
+    decode_cursor,
+    encode_cursor,
+    parse_page,
+)
 from agenthub.hubcore.freshness import LIVE
 from agenthub.hubcore.models import SourceCursor
-from agenthub.hubcore.rules import message_transition, receipt_transition
+from agenthub.hubcore.rules import decide, message_transition, no_transition, receipt_transition
 from agenthub.hubcore.store import Database
 
-log = logging.getLogger("agenthub.hubcore.follower")
-
-CONTRACT = "statehub.inbox-feed.v1"
-_CURSOR = re.compile(r"^v1:(\d{1,19})$")
-RESNAPSHOT_HINT = "the follower re-snapshots; if this repeats, State Hub is serving bad data"
-
-
-def decode_cursor(value: Any, field: str) -> int:
-    match = _CURSOR.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise FeedRefused(
-            "malformed_page",
-            f"{field} {value!r:.40} is not a v1 cursor",
-            hint="State Hub must serve statehub.inbox-feed.v1",
-        )
-    return int(match.group(1))
-
-
-def encode_cursor(revision: int) -> str:
-    return f"v1:{revision}"
-
-
-@dataclass(frozen=True)
-class Change:
-    revision: int
-    entity: str
-    op: str
-    key: str
-    row: Row
-
-
-@dataclass(frozen=True)
-class FeedPage:
-    source_instance: str
-    source_epoch: str | None
-    source_time: datetime
-    high_water: int
-    next_cursor: int
-    has_more: bool
-    changes: list[Change]
-
-    @property
-    def checkpoint(self) -> bool:
-        """Caught up: every revision up to the source's high water is in the projection."""
-        return not self.has_more and self.next_cursor == self.high_water
-
-
-def _malformed(message: str) -> FeedRefused:
-    return FeedRefused("malformed_page", message, hint=RESNAPSHOT_HINT)
-
-
-def _change(raw: Any, position: int) -> Change:
-    if not isinstance(raw, Mapping):
-        raise _malformed(f"change #{position} is not an object")
-    revision, entity, op, key, state = (
-        raw.get("revision"),
-        raw.get("entity"),
-        raw.get("op"),
-        raw.get("key"),
-        raw.get("state"),
-    )
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
-        raise _malformed(f"change #{position} has no revision")
-    if not isinstance(key, str) or not isinstance(state, Mapping):
-        raise _malformed(f"change #{position} has no key or state")
-    try:
-        if entity == "message" and op == "upsert":
-            row = normalize_message(state)
-            expected = row["id"]
-        elif entity == "receipt" and op == "upsert":
-            row = normalize_receipt(state)
-            expected = f"{row['message_id']}:{row['agent']}"
-        elif entity == "receipt" and op == "delete":
-            row = {
-                "message_id": canonical_uuid(state.get("message_id"), "message_id"),
-                "agent": state.get("agent"),
-                "revision": state.get("revision"),
-                "deleted_at": canonical_timestamp(state.get("deleted_at"), "deleted_at"),
-            }
-            if not isinstance(row["agent"], str) or not row["agent"]:
-                raise MalformedRow("agent", "missing")
-            expected = f"{row['message_id']}:{row['agent']}"
-        elif entity == "tombstone" and op == "delete":
-            # `reason` is State Hub's; a tombstone here keeps only id, revision and time.
-            row = normalize_tombstone({k: v for k, v in state.items() if k != "reason"})
-            expected = row["message_id"]
-        else:
-            raise _malformed(f"change #{position} is an unknown {entity!r:.20}/{op!r:.20}")
-    except MalformedRow as exc:
-        raise _malformed(f"change #{position} ({key:.80}): {exc}") from None
-    if row["revision"] != revision or key != expected:
-        raise _malformed(f"change #{position}: key or revision disagrees with its state")
-    return Change(revision, entity, op, key, row)
-
-
-def parse_page(raw: Any) -> FeedPage:
-    """A State Hub feed page as a `FeedPage`; refuses anything not shaped like v1."""
-    if not isinstance(raw, Mapping):
-        raise _malformed("a feed page is a JSON object")
-    if raw.get("contract") != CONTRACT:
-        raise FeedRefused(
-            "unsupported_contract",
-            f"page contract is {raw.get('contract')!r:.40}, expected {CONTRACT}",
-            hint="re-snapshot from a State Hub serving statehub.inbox-feed.v1",
-        )
-    instance, epoch = raw.get("source_instance"), raw.get("source_epoch")
-    if not isinstance(instance, str) or not instance:
-        raise _malformed("page has no source_instance")
-    if epoch is not None and not isinstance(epoch, str):
-        raise _malformed("page source_epoch is not a string")
-    try:
-        source_time = parse_timestamp(canonical_timestamp(raw.get("source_time"), "source_time"))
-    except MalformedRow as exc:
-        raise _malformed(str(exc)) from None
-    changes_raw = raw.get("changes")
-    if not isinstance(changes_raw, list) or not isinstance(raw.get("has_more"), bool):
-        raise _malformed("page has no changes list or has_more flag")
-    changes = [_change(c, i) for i, c in enumerate(changes_raw)]
-    for before, after in itertools.pairwise(changes):
-        if after.revision < before.revision:
-            raise FeedRefused(
-                "out_of_order_page",
-                f"changes are not in revision order ({before.revision} then {after.revision})",
-                rows=[after.key],
-                hint=RESNAPSHOT_HINT,
-            )
-    high_water = decode_cursor(raw.get("high_water"), "high_water")
-    next_cursor = decode_cursor(raw.get("next_cursor"), "next_cursor")
-    if changes and next_cursor < changes[-1].revision:
-        raise _malformed(f"next_cursor v1:{next_cursor} is below the page's last change")
-    if next_cursor > high_water:
-        raise _malformed(f"next_cursor v1:{next_cursor} is above high_water v1:{high_water}")
-    return FeedPage(
-        source_instance=instance,
-        source_epoch=epoch,
-        source_time=source_time,
-        high_water=high_water,
-        next_cursor=next_cursor,
-        has_more=bool(raw["has_more"]),
-        changes=changes,
-    )
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -326,27 +180,26 @@ class _PageRun:
     def _against(
         self, change: Change, stored: Row | None, transition: Callable[[], str | None]
     ) -> str:
-        """The §6 table for one entity key: `inserted` with no stored row; `stale` (logged)
-        below it; `unchanged` for an identical replay; a refusal for the same revision with
-        other content or an illegal field change; else `replaced`."""
-        if stored is None:
+        """The §6 outcome for one entity key (`rules.decide`), counted: `inserted`,
+        `stale` (logged), `unchanged`, `replaced`, or a refusal raised."""
+        decision = decide(change.row, stored, transition)
+        if stored is None or decision.outcome == "insert":
             return "inserted"
-        if change.revision < stored["revision"]:
+        if decision.outcome == "replace":
+            return "replaced"
+        if decision.outcome == "stale":
             return self._stale(change, stored["revision"])
-        if change.revision == stored["revision"]:
-            if stored == change.row:
-                self.result.unchanged += 1
-                return "unchanged"
+        if decision.outcome == "unchanged":
+            self.result.unchanged += 1
+            return "unchanged"
+        if decision.conflict:
             raise _refuse_conflict(change, stored)
-        reason = transition()
-        if reason is not None:
-            raise FeedRefused(
-                "illegal_transition",
-                f"{change.entity} at revision {change.revision}: {reason}",
-                rows=[change.key],
-                hint=RESNAPSHOT_HINT,
-            )
-        return "replaced"
+        raise FeedRefused(
+            "illegal_transition",
+            f"{change.entity} at revision {change.revision}: {decision.reason}",
+            rows=[change.key],
+            hint=RESNAPSHOT_HINT,
+        )
 
     def message(self, change: Change) -> str:
         tombstone = self.w.tombstones[change.key]
@@ -398,14 +251,11 @@ class _PageRun:
             return self._stale(change, stored["revision"])
         if stored is not None and change.revision == stored["revision"]:
             raise _refuse_conflict(change, stored)
-        if deleted is not None:
-            if change.revision < deleted["revision"]:
-                return self._stale(change, deleted["revision"])
-            if change.revision == deleted["revision"] and stored is None:
-                if deleted == change.row:
-                    self.result.unchanged += 1
-                    return "unchanged"
-                raise _refuse_conflict(change, deleted)
+        if deleted is not None and (stored is None or change.revision < deleted["revision"]):
+            # Against the stored deletion; a later one replaces it.
+            outcome = self._against(change, deleted, no_transition)
+            if outcome != "replaced":
+                return outcome
         self._write(change, "deleted")
         self.w.receipts[change.key] = None
         self.w.dirty_receipts.add(change.key)
@@ -416,14 +266,11 @@ class _PageRun:
     def tombstone(self, change: Change) -> str:
         stored_tombstone = self.w.tombstones[change.key]
         if stored_tombstone is not None:
-            if change.revision < stored_tombstone["revision"]:
-                return self._stale(change, stored_tombstone["revision"])
-            if change.revision == stored_tombstone["revision"]:
-                if stored_tombstone == change.row:
-                    self.result.unchanged += 1
-                    return "unchanged"
-                raise _refuse_conflict(change, stored_tombstone)
-            raise self._reused(change, stored_tombstone)
+            # A message is deleted once: a later tombstone means its id was reused.
+            outcome = self._against(change, stored_tombstone, no_transition)
+            if outcome == "replaced":
+                raise self._reused(change, stored_tombstone)
+            return outcome
         stored = self.w.messages[change.key]
         if stored is not None and change.revision < stored["revision"]:
             return self._stale(change, stored["revision"])

@@ -17,30 +17,16 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-MESSAGE_FIELDS = (
-    "id",
-    "from_agent",
-    "to_agent",
-    "subject",
-    "body",
-    "thread_id",
-    "read_at",
-    "archived_at",
-    "kind",
-    "expires_at",
-    "supersedes_id",
-    "created_at",
-)
-MESSAGE_ROW_FIELDS = (*MESSAGE_FIELDS, "revision")
-RECEIPT_ROW_FIELDS = (
-    "message_id",
-    "agent",
-    "delivered_at",
-    "read_at",
-    "acknowledged_at",
-    "revision",
-)
-TOMBSTONE_ROW_FIELDS = ("message_id", "revision", "deleted_at")
+from agenthub.contracts import inbox_feed
+
+# A message row is the contract's message state; MESSAGE_FIELDS is State Hub's
+# `MessageRead` (the row without its revision).
+MESSAGE_ROW_FIELDS = inbox_feed.MESSAGE_FIELDS
+MESSAGE_FIELDS = tuple(f for f in MESSAGE_ROW_FIELDS if f != "revision")
+RECEIPT_ROW_FIELDS = inbox_feed.RECEIPT_FIELDS
+# On a tombstone hub-core keeps only (message_id, revision, deleted_at) (contract §4).
+TOMBSTONE_ROW_FIELDS = tuple(f for f in inbox_feed.TOMBSTONE_FIELDS if f != "reason")
+RECEIPT_TOMBSTONE_ROW_FIELDS = inbox_feed.RECEIPT_TOMBSTONE_FIELDS
 
 AGENT_MAX = 64
 KIND_MAX = 32
@@ -181,6 +167,32 @@ def normalize_tombstone(row: Any) -> Row:
         "message_id": canonical_uuid(row["message_id"], "message_id"),
         "revision": _revision(row),
         "deleted_at": canonical_timestamp(row["deleted_at"], "deleted_at"),
+    }
+
+
+def normalize_feed_tombstone(state: Any) -> Row:
+    """A tombstone as the feed serves it, in the form hub-core keeps: State Hub's
+    `reason` is dropped, and nothing of the deleted message stays."""
+    if isinstance(state, Mapping):
+        state = {k: v for k, v in state.items() if k != "reason"}
+    return normalize_tombstone(state)
+
+
+def normalize_receipt_tombstone(state: Any) -> Row:
+    """A receipt tombstone (a feed `receipt` delete, or a snapshot `receipt_tombstones`
+    row) in canonical form. It names the receipt it ends, so its key obeys the
+    receipt's rules (a non-empty agent of at most 64 characters) and its
+    revision is a non-negative integer. Fields added within v1 are ignored."""
+    if not isinstance(state, Mapping):
+        raise MalformedRow("row", f"expected an object, got {type(state).__name__}")
+    missing = [f for f in RECEIPT_TOMBSTONE_ROW_FIELDS if f not in state]
+    if missing:
+        raise MalformedRow(missing[0], "missing")
+    return {
+        "message_id": canonical_uuid(state["message_id"], "message_id"),
+        "agent": _text(state, "agent", max_len=AGENT_MAX, empty=False),
+        "revision": _revision(state),
+        "deleted_at": canonical_timestamp(state["deleted_at"], "deleted_at"),
     }
 
 

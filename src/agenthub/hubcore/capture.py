@@ -16,7 +16,9 @@ import httpx
 from sqlalchemy import Connection, inspect, text
 
 from agenthub.clock import Clock
+from agenthub.contracts.inbox_feed import CONTRACT, encode_cursor
 from agenthub.db import make_engine
+from agenthub.hubcore.bundle_rules import SCHEMA
 from agenthub.hubcore.canonical import (
     MESSAGE_ROW_FIELDS,
     RECEIPT_ROW_FIELDS,
@@ -31,9 +33,7 @@ from agenthub.hubcore.canonical import (
     receipt_key,
 )
 from agenthub.hubcore.errors import CaptureFailed
-from agenthub.hubcore.snapshot import SCHEMA
 
-FEED_CONTRACT = "statehub.inbox-feed.v1"
 SNAPSHOT_PATH = "/messages/feed/snapshot"
 FETCH_BATCH = 5_000
 # Without a revision column one capture is one revision: every row gets this.
@@ -197,7 +197,7 @@ def capture_from_database(
     )
     source = {
         "instance": instance,
-        "cursor": f"v1:{high_water}",
+        "cursor": encode_cursor(high_water),
         "source_time": canonical_timestamp(source_time, "source_time"),
         "captured_by": captured_by,
         "via": "source-db",
@@ -224,7 +224,7 @@ def _pick(row: Any, fields: tuple[str, ...], what: str, position: int) -> dict[s
         raise CaptureFailed(
             f"{what} {row.get('id') or row.get('message_id') or f'#{position}'} in the feed "
             f"snapshot lacks {', '.join(missing)}",
-            hint=f"State Hub must serve contract {FEED_CONTRACT}; check its version",
+            hint=f"State Hub must serve contract {CONTRACT}; check its version",
         )
     # Additive fields do not bump the contract version; the bundle keeps only ours.
     return {f: row[f] for f in fields}
@@ -264,10 +264,10 @@ def _get_json(http: httpx.Client, url: str, params: dict[str, Any]) -> Mapping[s
         body = response.json()
     except ValueError:
         raise CaptureFailed(f"{SNAPSHOT_PATH} did not return JSON") from None
-    if not isinstance(body, Mapping) or body.get("contract") != FEED_CONTRACT:
+    if not isinstance(body, Mapping) or body.get("contract") != CONTRACT:
         found = body.get("contract") if isinstance(body, Mapping) else None
         raise CaptureFailed(
-            f"feed snapshot contract is {found!r}, expected {FEED_CONTRACT!r}",
+            f"feed snapshot contract is {found!r}, expected {CONTRACT!r}",
             hint="this capture speaks only feed contract v1",
         )
     return body

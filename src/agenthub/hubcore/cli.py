@@ -122,8 +122,8 @@ def import_(
     apply: bool = typer.Option(False, "--apply", help="Write; without it only validate."),
 ) -> None:
     """Validate a bundle against HUBCORE_DATABASE_URL; with --apply import it in one transaction."""
+    from agenthub.hubcore.bundle_import import import_into
     from agenthub.hubcore.bundlefile import read_bundle
-    from agenthub.hubcore.snapshot import import_into
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()
@@ -171,9 +171,9 @@ def pilot_check(
     """
     import httpx
 
+    from agenthub.hubcore.bundle_import import receiver_hashes, validate_bundle
     from agenthub.hubcore.bundlefile import read_bundle
     from agenthub.hubcore.pilotcheck import PilotCheck
-    from agenthub.hubcore.snapshot import receiver_hashes, validate_bundle
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()

@@ -21,12 +21,12 @@ from agenthub.clock import Clock
 from agenthub.hubcore import feedrepo
 from agenthub.hubcore.apply import ApplyResult, PageApplier
 from agenthub.hubcore.errors import FeedRefused, HubCoreError, ResnapshotRequired
+from agenthub.hubcore.feed_snapshot import SnapshotImporter, SnapshotResult
 from agenthub.hubcore.feedclient import FeedSource
 from agenthub.hubcore.models import SourceCursor
-from agenthub.hubcore.resnapshot import SnapshotImporter, SnapshotResult
 from agenthub.hubcore.store import Database
 
-log = logging.getLogger("agenthub.hubcore.follower")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

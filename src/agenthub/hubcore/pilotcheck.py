@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 
 from agenthub.hubcore.api.projections import MODE_HEADER, PATH
+from agenthub.hubcore.bundle_import import READ_MODE
 from agenthub.hubcore.canonical import MESSAGE_FIELDS, Row, canonical_timestamp, normalize_message
 from agenthub.hubcore.projection import MAX_LIMIT
-from agenthub.hubcore.snapshot import READ_MODE
 
 BROADCAST = "*"
 WRITE_METHODS = ("POST", "PATCH", "DELETE")

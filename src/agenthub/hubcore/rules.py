@@ -1,13 +1,23 @@
-"""The per-key rules of contract §6: what a higher source revision may change.
+"""The per-key rules of contract §6: what an incoming row does to the stored one.
 
 Pure functions over canonical rows (see `canonical`), shared by the page
-applier and the re-snapshot check. Each returns `None` when the transition is
-justified, or a reason naming the field that is not.
+applier and the re-snapshot check. `decide` is the §6 table itself:
+
+    no stored row      insert
+    r < s              stale (ignore, log)
+    r == s, same       unchanged
+    r == s, different  refuse (a conflict)
+    r > s              replace, if the transition is justified, else refuse
+
+The transitions say what a higher revision may change: each returns `None`
+when the change is justified, or a reason naming the field that is not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from agenthub.hubcore.canonical import Row
 
@@ -29,6 +39,44 @@ REFERENCE_FIELDS = ("thread_id", "supersedes_id")
 
 # The revision of the tombstone for a message id, if one is known (applied or in this batch).
 TombstoneLookup = Callable[[str], int | None]
+
+Outcome = Literal["insert", "stale", "unchanged", "refuse", "replace"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    # Why a `refuse`; `conflict` when it is the same revision with other content.
+    reason: str | None = None
+    conflict: bool = False
+
+
+SAME_REVISION_CONFLICT = "same revision, different content"
+
+
+def decide(new: Row, stored: Row | None, transition: Callable[[], str | None]) -> Decision:
+    """The §6 outcome of `new` against the `stored` row of the same key.
+
+    `transition` is asked only when `new` has the higher revision; it returns why
+    the change is not allowed, or None.
+    """
+    if stored is None:
+        return Decision("insert")
+    if new["revision"] < stored["revision"]:
+        return Decision("stale")
+    if new["revision"] == stored["revision"]:
+        if new == stored:
+            return Decision("unchanged")
+        return Decision("refuse", SAME_REVISION_CONFLICT, conflict=True)
+    reason = transition()
+    if reason is not None:
+        return Decision("refuse", reason)
+    return Decision("replace")
+
+
+def no_transition() -> str | None:
+    """For rows whose every change at a higher revision is allowed by the caller."""
+    return None
 
 
 def _set_once(old: Row, new: Row, fields: tuple[str, ...]) -> str | None:

@@ -17,10 +17,9 @@ image replaces the copy as it is.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,20 +27,22 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
+from agenthub.contracts.inbox_feed import CONTRACT, SNAPSHOT_PARTS, ContentHasher
 from agenthub.hubcore import feedrepo, repository
-from agenthub.hubcore.apply import CONTRACT, decode_cursor
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
     canonical_timestamp,
     canonical_uuid,
+    normalize_feed_tombstone,
     normalize_message,
     normalize_receipt,
-    normalize_tombstone,
+    normalize_receipt_tombstone,
     parse_timestamp,
 )
 from agenthub.hubcore.errors import FeedRefused
 from agenthub.hubcore.feedclient import FeedSource
+from agenthub.hubcore.feedpage import decode_cursor
 from agenthub.hubcore.freshness import LIVE
 from agenthub.hubcore.models import (
     ProjectedMessage,
@@ -58,49 +59,15 @@ from agenthub.hubcore.repository import (
     receipt_row,
     tombstone_params,
 )
-from agenthub.hubcore.rules import message_transition, receipt_transition
+from agenthub.hubcore.rules import decide, message_transition, receipt_transition
 from agenthub.hubcore.store import Database
 
-log = logging.getLogger("agenthub.hubcore.follower")
+log = logging.getLogger(__name__)
 
-PARTS = ("messages", "receipts", "tombstones", "receipt_tombstones")
-HASHED_PARTS = ("messages", "receipts", "tombstones")
+PARTS = SNAPSHOT_PARTS
 STAGE_BATCH = 5000
 CHECK_CHUNK = 1000
 HINT = "State Hub's image does not account for rows hub-core holds; investigate before forcing"
-
-
-class ImageHasher:
-    """State Hub's `content_hash`: sha256 of canonical JSON of `{messages, receipts,
-    tombstones}`, fed row by row in the order the paged snapshot serves them."""
-
-    def __init__(self) -> None:
-        self._sha = hashlib.sha256(b"{")
-        self._started = 0
-        self._rows = 0
-
-    def _start_through(self, part: str) -> None:
-        target = HASHED_PARTS.index(part) + 1
-        while self._started < target:
-            prefix = "]," if self._started else ""
-            self._sha.update(f'{prefix}"{HASHED_PARTS[self._started]}":['.encode())
-            self._started += 1
-            self._rows = 0
-
-    def add(self, part: str, state: Mapping[str, Any]) -> None:
-        if part not in HASHED_PARTS:
-            return
-        self._start_through(part)
-        if self._rows:
-            self._sha.update(b",")
-        text = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        self._sha.update(text.encode())
-        self._rows += 1
-
-    def finish(self) -> str:
-        self._start_through(HASHED_PARTS[-1])
-        self._sha.update(b"]}")
-        return self._sha.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -113,7 +80,7 @@ class SnapshotResult:
     content_hash: str
 
 
-def _staged(part: str, state: Any) -> tuple[str, Row]:
+def staged_row(part: str, state: Any) -> tuple[str, Row]:
     """The key and canonical row hub-core keeps for one snapshot row."""
     if part == "messages":
         row = normalize_message(state)
@@ -122,17 +89,10 @@ def _staged(part: str, state: Any) -> tuple[str, Row]:
         row = normalize_receipt(state)
         return f"{row['message_id']}:{row['agent']}", row
     if part == "tombstones":
-        row = normalize_tombstone({k: v for k, v in dict(state).items() if k != "reason"})
+        row = normalize_feed_tombstone(state)
         return row["message_id"], row
     if part == "receipt_tombstones":
-        row = {
-            "message_id": canonical_uuid(state.get("message_id"), "message_id"),
-            "agent": state.get("agent"),
-            "revision": state.get("revision"),
-            "deleted_at": canonical_timestamp(state.get("deleted_at"), "deleted_at"),
-        }
-        if not isinstance(row["agent"], str) or not isinstance(row["revision"], int):
-            raise MalformedRow("agent", "missing")
+        row = normalize_receipt_tombstone(state)
         return f"{row['message_id']}:{row['agent']}", row
     raise MalformedRow("part", f"unknown snapshot part {part!r:.30}")
 
@@ -184,7 +144,7 @@ class SnapshotImporter:
     async def fetch(self, source: FeedSource) -> tuple[dict[str, Any], str]:
         """Stage every page; return the head (envelope + cursor) and the snapshot id."""
         await asyncio.to_thread(self._clear_staging)
-        hasher = ImageHasher()
+        hasher = ContentHasher()
         messages = 0
         head: dict[str, Any] | None = None
         snapshot_id = ""
@@ -204,7 +164,7 @@ class SnapshotImporter:
             for position, item in enumerate(page.get("rows") or []):
                 try:
                     part, state = item["part"], item["state"]
-                    key, row = _staged(part, state)
+                    key, row = staged_row(part, state)
                 except (MalformedRow, KeyError, TypeError, AttributeError) as exc:
                     raise _malformed(f"snapshot row #{position}: {exc}") from None
                 hasher.add(part, state)
@@ -255,14 +215,12 @@ class SnapshotImporter:
         def check(
             old: Row, new: Row, key: str, transition: Callable[[Row, Row], str | None]
         ) -> None:
-            if new["revision"] < old["revision"]:
+            decision = decide(new, old, lambda: transition(old, new))
+            # A snapshot never rolls a row back: what a feed page ignores as stale, it refuses.
+            if decision.outcome == "stale":
                 refused.append(f"{key} (snapshot revision {new['revision']} < {old['revision']})")
-            elif new["revision"] == old["revision"] and new != old:
-                refused.append(f"{key} (same revision, different content)")
-            elif new["revision"] > old["revision"]:
-                reason = transition(old, new)
-                if reason is not None:
-                    refused.append(f"{key} ({reason})")
+            elif decision.outcome == "refuse":
+                refused.append(f"{key} ({decision.reason})")
 
         held = session.scalars(select(ProjectedMessage).order_by(ProjectedMessage.id))
         for chunk in held.yield_per(CHECK_CHUNK).partitions():
