@@ -99,7 +99,7 @@ def _whole(parts: dict[str, list[dict[str, object]]]) -> str:
 
 
 def test_the_streamed_hash_is_the_hash_of_the_whole_document() -> None:
-    rows = {
+    rows: dict[str, list[dict[str, object]]] = {
         "messages": [{"id": "a", "body": "é"}, {"id": "b", "body": "x"}],
         "receipts": [],
         "tombstones": [{"message_id": "c", "revision": 3}],
