@@ -13,15 +13,15 @@ Both translate the source's refusals into hub-core's error tree: a 409/410
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 
 from agenthub.hubcore.errors import ResnapshotRequired, SourceUnavailable
-
-if TYPE_CHECKING:
-    from agenthub.statehub.feed import FeedService
-    from agenthub.statehub.snapshot import PagedSnapshots
+from agenthub.statehub.api.errors import error_body
+from agenthub.statehub.errors import StateHubError
+from agenthub.statehub.feed import FeedService
+from agenthub.statehub.snapshot import PagedSnapshots
 
 # The request may park on the server for `wait` seconds; allow that plus slack.
 HTTP_SLACK_S = 15.0
@@ -129,9 +129,6 @@ class InProcessFeedSource:
         self.poll_s = poll_s
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from agenthub.statehub.api.errors import error_body
-        from agenthub.statehub.errors import StateHubError
-
         try:
             result: dict[str, Any] = await asyncio.to_thread(fn, *args, **kwargs)
         except StateHubError as exc:
