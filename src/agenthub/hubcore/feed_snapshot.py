@@ -39,6 +39,7 @@ from agenthub.hubcore.canonical import (
     normalize_receipt,
     normalize_receipt_tombstone,
     parse_timestamp,
+    receipt_key,
 )
 from agenthub.hubcore.errors import FeedRefused
 from agenthub.hubcore.feedclient import FeedSource
@@ -87,13 +88,13 @@ def staged_row(part: str, state: Any) -> tuple[str, Row]:
         return row["id"], row
     if part == "receipts":
         row = normalize_receipt(state)
-        return f"{row['message_id']}:{row['agent']}", row
+        return receipt_key(row), row
     if part == "tombstones":
         row = normalize_feed_tombstone(state)
         return row["message_id"], row
     if part == "receipt_tombstones":
         row = normalize_receipt_tombstone(state)
-        return f"{row['message_id']}:{row['agent']}", row
+        return receipt_key(row), row
     raise MalformedRow("part", f"unknown snapshot part {part!r:.30}")
 
 

@@ -25,6 +25,7 @@ from agenthub.hubcore.canonical import (
     normalize_receipt,
     normalize_receipt_tombstone,
     parse_timestamp,
+    receipt_key,
 )
 from agenthub.hubcore.errors import FeedRefused
 
@@ -102,10 +103,10 @@ def _change(raw: Any, position: int) -> Change:
             expected = row["id"]
         elif entity == "receipt" and op == "upsert":
             row = normalize_receipt(state)
-            expected = f"{row['message_id']}:{row['agent']}"
+            expected = receipt_key(row)
         elif entity == "receipt" and op == "delete":
             row = normalize_receipt_tombstone(state)
-            expected = f"{row['message_id']}:{row['agent']}"
+            expected = receipt_key(row)
         elif entity == "tombstone" and op == "delete":
             row = normalize_feed_tombstone(state)
             expected = row["message_id"]

@@ -28,24 +28,18 @@ from __future__ import annotations
 
 from typing import Literal
 
+from agenthub.contracts.inbox_feed import MESSAGE_FIELDS, RECEIPT_FIELDS
+
 ADVISORY_LOCK_KEY = 5348490098
 WAKE_CHANNEL = "statehub_inbox_feed"
 RevisionMode = Literal["lock", "xid"]
 
-DATA_COLUMNS_MESSAGES = (
-    "from_agent",
-    "to_agent",
-    "subject",
-    "body",
-    "thread_id",
-    "read_at",
-    "archived_at",
-    "kind",
-    "expires_at",
-    "supersedes_id",
-    "created_at",
+# A change to any field the feed serves bumps the row's revision: every field of
+# the contract's row shape but the key and the revision itself.
+DATA_COLUMNS_MESSAGES = tuple(f for f in MESSAGE_FIELDS if f not in ("id", "revision"))
+DATA_COLUMNS_RECEIPTS = tuple(
+    f for f in RECEIPT_FIELDS if f not in ("message_id", "agent", "revision")
 )
-DATA_COLUMNS_RECEIPTS = ("delivered_at", "read_at", "acknowledged_at")
 
 # -- PostgreSQL ----------------------------------------------------------------
 
