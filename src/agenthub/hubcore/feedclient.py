@@ -129,13 +129,13 @@ class InProcessFeedSource:
         self.poll_s = poll_s
 
     async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        from agenthub.statehub.api.errors import error_body
+        from agenthub.statehub.api.errors import error_body, status_of
         from agenthub.statehub.errors import StateHubError
 
         try:
             result: dict[str, Any] = await asyncio.to_thread(fn, *args, **kwargs)
         except StateHubError as exc:
-            raise _refusal(exc.status, error_body(exc)) from exc
+            raise _refusal(status_of(exc), error_body(exc)) from exc
         return result
 
     async def page(
