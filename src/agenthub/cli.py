@@ -1,4 +1,8 @@
-"""The `agenthub` command: one Typer app with a sub-command per service."""
+"""The `agenthub` command: one Typer app with a sub-command per service.
+
+Errors are reported once, at the top (`agenthub.clierrors.Commands`): `error:` and
+`hint:` on stderr and the error's exit code; `--debug` adds the traceback.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,12 @@ from agenthub.bucketsync.agentcli import app as buckets_app
 from agenthub.bucketsync.cli import app as bucketsync_app
 from agenthub.bucketsync.dashboard.cli import app as dashboard_app
 from agenthub.challenge.cli import app as challenge_app
+from agenthub.clierrors import DEBUG_KEY, CliError, Commands
 from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.statehub.cli import app as statehub_app
 
 app = typer.Typer(
+    cls=Commands,
     help="agenthub: messaging and collaboration backbone for fleets of AI agents.",
     no_args_is_help=True,
 )
@@ -23,6 +29,16 @@ app.add_typer(bucketsync_app, name="bucketsync")
 app.add_typer(buckets_app, name="buckets")
 app.add_typer(challenge_app, name="challenge")
 app.add_typer(dashboard_app, name="dashboard")
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    debug: bool = typer.Option(
+        False, "--debug", envvar="AGENTHUB_DEBUG", help="Show the traceback of an error."
+    ),
+) -> None:
+    ctx.meta[DEBUG_KEY] = debug
 
 
 @app.command()
@@ -50,11 +66,9 @@ def up(
 
     challenge_file = challenge or EXAMPLE_CHALLENGE
     if not challenge_file.is_file():
-        typer.echo(
-            f"error: {challenge_file} does not exist; pass --challenge path/to/challenge.yaml",
-            err=True,
+        raise CliError(
+            f"{challenge_file} does not exist", hint="pass --challenge path/to/challenge.yaml"
         )
-        raise typer.Exit(2)
 
     def ready(stack: Stack) -> None:
         inbox = f"{stack.hubcore_url}/ports/projections/statehub-inbox?to_agent={stack.agent}"
@@ -88,8 +102,7 @@ def up(
             )
         )
     except ChallengeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise CliError(str(exc)) from exc
 
 
 def bucketsync_lines(stack: object) -> list[str]:

@@ -49,7 +49,8 @@ def test_bs_1_2_bs_9_1_hf_token_is_read_from_the_environment(
     monkeypatch.delenv("HF_TOKEN", raising=False)
     assert load_settings().hf_token is None  # huggingface_hub then uses the cached login
     monkeypatch.setenv("HF_TOKEN", "hf_rotated")
-    assert load_settings().hf_token == "hf_rotated"
+    token = load_settings().hf_token
+    assert token is not None and token.get_secret_value() == "hf_rotated"
 
 
 def test_invalid_bucket_ids_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:

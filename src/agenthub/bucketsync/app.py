@@ -40,7 +40,8 @@ def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identit
         from agenthub.bucketsync.hfidentity import HfIdentity
         from agenthub.bucketsync.hfstore import HfBucketStore
 
-        return HfBucketStore(token=settings.hf_token), HfIdentity(admin_token=settings.hf_token)
+        token = settings.hf_token.get_secret_value() if settings.hf_token is not None else None
+        return HfBucketStore(token=token), HfIdentity(admin_token=token)
     return (
         LocalBucketStore(settings.data_dir),
         LocalIdentity(settings.data_dir / "users.json", org=settings.org),

@@ -8,9 +8,12 @@ from pathlib import Path
 import typer
 
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.clierrors import CliError, Commands
 
 app = typer.Typer(
-    help="bucket-sync: the only writer of a challenge's central bucket.", no_args_is_help=True
+    cls=Commands,
+    help="bucket-sync: the only writer of a challenge's central bucket.",
+    no_args_is_help=True,
 )
 users_app = typer.Typer(
     help="Local identity: users and their tokens (BUCKETSYNC_DATA_DIR).", no_args_is_help=True
@@ -20,14 +23,6 @@ app.add_typer(users_app, name="users")
 
 # Parked long-polls would otherwise hold a shutdown for up to LONGPOLL_MAX_WAIT_S.
 SHUTDOWN_GRACE_S = 5
-
-
-def _settings() -> BucketSyncSettings:
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -43,13 +38,9 @@ def serve(
 
     from agenthub.bucketsync.app import create_app
 
-    settings = _settings()
-    try:
-        check_workers(settings, workers)
-        application = create_app(settings)
-    except SettingsError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    settings = load_settings()
+    check_workers(settings, workers)
+    application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
     typer.echo(
         f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
@@ -98,16 +89,11 @@ def users_add(
     email: str | None = typer.Option(None, "--email", help="Optional email."),
 ) -> None:
     """Create a user in the org and print the new token alone on stdout."""
-    from agenthub.bucketsync.errors import BucketSyncError
     from agenthub.bucketsync.identity import add_user
-    from agenthub.bucketsync.settings import DataDirSettings
+    from agenthub.bucketsync.settings import OfflineSettings
 
-    data_dir = DataDirSettings().data_dir
-    try:
-        token = add_user(data_dir / "users.json", name, role=role, email=email)
-    except BucketSyncError as exc:
-        typer.echo(f"error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), err=True)
-        raise typer.Exit(2) from None
+    data_dir = OfflineSettings().data_dir
+    token = add_user(data_dir / "users.json", name, role=role, email=email)
     sys.stdout.write(token + "\n")
 
 
@@ -119,7 +105,7 @@ def backfill_inbox(
     from agenthub.bucketsync.app import default_adapters
     from agenthub.bucketsync.backfill import backfill_inbox as run
 
-    settings = _settings()
+    settings = load_settings()
     store, _identity = default_adapters(settings)
     report = run(
         store, settings.central_bucket, fanout_cap=settings.mention_fanout_cap, dry_run=dry_run
@@ -142,8 +128,7 @@ def mcp() -> None:
         config = McpConfig.from_env()
         serve_stdio(config)
     except McpConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise CliError(str(exc)) from exc
 
 
 verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")
@@ -159,10 +144,9 @@ def verify_reconcile() -> None:
     from agenthub.bucketsync.scoring import build_scoring
     from agenthub.clock import SystemClock
 
-    settings = _settings()
+    settings = load_settings()
     if not settings.jobs_enabled:
-        typer.echo("error: JOBS_ENABLED is not true; nothing to reconcile", err=True)
-        raise typer.Exit(2)
+        raise CliError("JOBS_ENABLED is not true; nothing to reconcile")
     store, identity = default_adapters(settings)
     hub = build_hub(settings, store, identity, SystemClock())
     scoring = build_scoring(hub, listen=False)
@@ -195,11 +179,10 @@ def challenge_install(
     from agenthub.bucketsync.storage import Batch
     from agenthub.clock import SystemClock
 
-    settings = _settings()
+    settings = load_settings()
     entry = harness / settings.job_harness_entrypoint
     if not entry.is_file():
-        typer.echo(f"error: {entry} does not exist (JOB_HARNESS_ENTRYPOINT)", err=True)
-        raise typer.Exit(2)
+        raise CliError(f"{entry} does not exist (JOB_HARNESS_ENTRYPOINT)")
     store, identity = default_adapters(settings)
     prepare_buckets(build_hub(settings, store, identity, SystemClock()))
     for directory, bucket, prefix in (
@@ -214,7 +197,6 @@ def challenge_install(
             if path.is_file() and "__pycache__" not in path.parts
         ]
         if not files:
-            typer.echo(f"error: {directory} has no files", err=True)
-            raise typer.Exit(2)
+            raise CliError(f"{directory} has no files")
         store.write_batch(bucket, Batch(adds=files))
         typer.echo(f"{len(files)} files -> hf://buckets/{bucket}/{prefix}")

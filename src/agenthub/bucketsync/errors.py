@@ -1,111 +1,106 @@
-"""The bucket-sync domain error tree. Each error carries its stable code and HTTP status;
-`api/errors.py` turns them into the uniform `{"error": {code, message, hint}}` body.
+"""The bucket-sync domain error tree: each error carries its stable code. `api/errors.py`
+gives each class its HTTP status (and the retryable ones their `Retry-After`) and turns
+them into the uniform `{"error": {code, message, hint}}` body.
 
     BucketSyncError
     ├── InvalidPath, InvalidQuery, InvalidFrontmatter, InvalidRequest,
-    │   BodyOrSourceRequired                                   (400)
-    ├── Unauthorized                                           (401)
-    ├── BucketNotOwnedByCaller, IdentityMismatch, NotOrganizer,
-    │   Forbidden                                              (403)
-    ├── NotRegistered, NotFound, SourceNotFound, JobsDisabled,
-    │   ChannelNotFound                                        (404)
-    ├── AgentIdTaken, AlreadyPromoted, Conflict, ChannelExists (409)
-    ├── BucketMissing                                          (412)
-    ├── PayloadTooLarge, SyncTooLarge                          (413)
-    ├── RateLimited                                            (429, Retry-After)
-    ├── JobLaunchFailed                                        (502)
-    ├── StorageUnavailable                                     (503, Retry-After)
+    │   BodyOrSourceRequired                      the request is malformed
+    ├── Unauthorized                              no or a wrong bearer
+    ├── BucketNotOwnedByCaller, IdentityMismatch,
+    │   NotOrganizer, Forbidden                   the caller may not do this
+    ├── NotRegistered, NotFound, SourceNotFound,
+    │   JobsDisabled, ChannelNotFound             nothing (enabled) by that name
+    ├── AgentIdTaken, AlreadyPromoted, Conflict,
+    │   ChannelExists                             clashes with what exists
+    ├── BucketMissing                             a precondition bucket is absent
+    ├── PayloadTooLarge, SyncTooLarge             over a size limit
+    ├── RateLimited                               retry after `retry_after_s`
+    ├── JobLaunchFailed                           the job platform refused the launch
+    ├── StorageUnavailable                        the bucket backend failed; retryable
     │   ├── PartialWrite: a non-transactional batch applied all but `failed` paths
     │   └── OrganizerCheckUnavailable: the org role lookup failed (fail-closed)
-    └── QuotaBackendUnavailable                                (503, Retry-After)
+    ├── QuotaBackendUnavailable                   the job-quota ledger failed; retryable
+    ├── SignInFailed                              the dashboard's OAuth round trip failed
+    └── UpstreamUnavailable                       the dashboard's bucket-sync is unreachable
 """
 
 from __future__ import annotations
 
-import math
+from agenthub.errors import AgentHubError
 
 
-class BucketSyncError(Exception):
+class BucketSyncError(AgentHubError):
     code = "INTERNAL"
-    status = 500
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def headers(self) -> dict[str, str]:
-        return {}
 
 
 class InvalidPath(BucketSyncError):
-    code, status = "INVALID_PATH", 400
+    code = "INVALID_PATH"
 
 
 class InvalidQuery(BucketSyncError):
-    code, status = "INVALID_QUERY", 400
+    code = "INVALID_QUERY"
 
 
 class InvalidFrontmatter(BucketSyncError):
-    code, status = "INVALID_FRONTMATTER", 400
+    code = "INVALID_FRONTMATTER"
 
 
 class InvalidRequest(BucketSyncError):
     """The request body or a parameter has the wrong shape (FastAPI's 422, made uniform)."""
 
-    code, status = "INVALID_REQUEST", 400
+    code = "INVALID_REQUEST"
 
 
 class BodyOrSourceRequired(BucketSyncError):
-    code, status = "BODY_OR_SOURCE_REQUIRED", 400
+    code = "BODY_OR_SOURCE_REQUIRED"
 
 
 class Unauthorized(BucketSyncError):
-    code, status = "UNAUTHORIZED", 401
+    code = "UNAUTHORIZED"
 
 
 class BucketNotOwnedByCaller(BucketSyncError):
-    code, status = "BUCKET_NOT_OWNED_BY_CALLER", 403
+    code = "BUCKET_NOT_OWNED_BY_CALLER"
 
 
 class IdentityMismatch(BucketSyncError):
-    code, status = "IDENTITY_MISMATCH", 403
+    code = "IDENTITY_MISMATCH"
 
 
 class NotOrganizer(BucketSyncError):
-    code, status = "NOT_ORGANIZER", 403
+    code = "NOT_ORGANIZER"
 
 
 class Forbidden(BucketSyncError):
-    code, status = "FORBIDDEN", 403
+    code = "FORBIDDEN"
 
 
 class NotRegistered(BucketSyncError):
-    code, status = "NOT_REGISTERED", 404
+    code = "NOT_REGISTERED"
 
 
 class NotFound(BucketSyncError):
-    code, status = "NOT_FOUND", 404
+    code = "NOT_FOUND"
 
 
 class SourceNotFound(BucketSyncError):
-    code, status = "SOURCE_NOT_FOUND", 404
+    code = "SOURCE_NOT_FOUND"
 
 
 class JobsDisabled(BucketSyncError):
-    code, status = "JOBS_DISABLED", 404
+    code = "JOBS_DISABLED"
 
 
 class ChannelNotFound(BucketSyncError):
-    code, status = "CHANNEL_NOT_FOUND", 404
+    code = "CHANNEL_NOT_FOUND"
 
 
 class AgentIdTaken(BucketSyncError):
-    code, status = "AGENT_ID_TAKEN", 409
+    code = "AGENT_ID_TAKEN"
 
 
 class AlreadyPromoted(BucketSyncError):
-    code, status = "ALREADY_PROMOTED", 409
+    code = "ALREADY_PROMOTED"
 
     def __init__(self, message: str, *, filename: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -113,43 +108,37 @@ class AlreadyPromoted(BucketSyncError):
 
 
 class Conflict(BucketSyncError):
-    code, status = "CONFLICT", 409
+    code = "CONFLICT"
 
 
 class ChannelExists(BucketSyncError):
-    code, status = "CHANNEL_EXISTS", 409
+    code = "CHANNEL_EXISTS"
 
 
 class SyncTooLarge(BucketSyncError):
-    code, status = "SYNC_TOO_LARGE", 413
+    code = "SYNC_TOO_LARGE"
 
 
 class BucketMissing(BucketSyncError):
-    code, status = "BUCKET_MISSING", 412
+    code = "BUCKET_MISSING"
 
 
 class PayloadTooLarge(BucketSyncError):
-    code, status = "PAYLOAD_TOO_LARGE", 413
+    code = "PAYLOAD_TOO_LARGE"
 
 
 class RateLimited(BucketSyncError):
-    code, status = "RATE_LIMITED", 429
+    code = "RATE_LIMITED"
 
     def __init__(self, message: str, *, retry_after_s: float, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.retry_after_s = retry_after_s
 
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
-
 
 class StorageUnavailable(BucketSyncError):
     """The bucket backend failed; the request may be retried. Never a 500 or a false 404."""
 
-    code, status = "STORAGE_UNAVAILABLE", 503
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "5"}
+    code = "STORAGE_UNAVAILABLE"
 
 
 class PartialWrite(StorageUnavailable):
@@ -163,16 +152,13 @@ class PartialWrite(StorageUnavailable):
 class JobLaunchFailed(BucketSyncError):
     """The job platform refused or failed the launch; nothing was counted against quota."""
 
-    code, status = "JOB_LAUNCH_FAILED", 502
+    code = "JOB_LAUNCH_FAILED"
 
 
 class QuotaBackendUnavailable(BucketSyncError):
     """The job-quota ledger (or its lock) could not be read: fail closed, launch nothing."""
 
-    code, status = "QUOTA_BACKEND_UNAVAILABLE", 503
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "30"}
+    code = "QUOTA_BACKEND_UNAVAILABLE"
 
 
 class OrganizerCheckUnavailable(StorageUnavailable):
@@ -180,3 +166,15 @@ class OrganizerCheckUnavailable(StorageUnavailable):
     silent downgrade."""
 
     code = "ORGANIZER_CHECK_UNAVAILABLE"
+
+
+class SignInFailed(BucketSyncError):
+    """The dashboard's OAuth round trip did not end in a signed-in user."""
+
+    code = "SIGN_IN_FAILED"
+
+
+class UpstreamUnavailable(BucketSyncError):
+    """The bucket-sync API behind the dashboard could not be reached."""
+
+    code = "UPSTREAM_UNAVAILABLE"

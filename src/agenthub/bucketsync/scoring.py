@@ -34,7 +34,8 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.hfjobs import HfJobRunner
 
-        return HfJobRunner(token=settings.hf_token, namespace=settings.jobs_namespace)
+        token = settings.hf_token.get_secret_value() if settings.hf_token is not None else None
+        return HfJobRunner(token=token, namespace=settings.jobs_namespace)
     from agenthub.bucketsync.localjobs import LocalJobRunner
 
     return LocalJobRunner(settings.data_dir)

@@ -9,24 +9,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agenthub.errors import AgentHubError
 
 REQUIRED = ("ORG", "COLLAB_SLUG", "AUDIT_BUCKET")
 
 
-class SettingsError(Exception):
+class SettingsError(AgentHubError):
     """Configuration is missing or invalid; the message names the variables."""
 
+    code = "CONFIGURATION_ERROR"
 
-class BucketSyncSettings(BaseSettings):
+
+class OfflineSettings(BaseSettings):
+    """Where the buckets are, for offline commands that only touch them (`users add`,
+    `challenge init`), so they work without the service's full configuration."""
+
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
 
+    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+    hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
+
+
+class BucketSyncSettings(OfflineSettings):
     org: str = Field(alias="ORG")
     collab_slug: str = Field(alias="COLLAB_SLUG")
     audit_bucket: str = Field(alias="AUDIT_BUCKET")
     central_bucket: str = Field("", alias="CENTRAL_BUCKET")
-    hf_token: str | None = Field(None, alias="HF_TOKEN")
 
     listing_ttl_s: float = Field(30.0, alias="LISTING_TTL_S")
     content_cache_max_bytes: int = Field(64 * 1024 * 1024, alias="CONTENT_CACHE_MAX_BYTES")
@@ -62,7 +73,7 @@ class BucketSyncSettings(BaseSettings):
     # Space sets OAUTH_CLIENT_ID and a public URL is known (DASHBOARD_PUBLIC_URL, else the
     # first SPACE_HOST entry).
     oauth_client_id: str | None = Field(None, alias="OAUTH_CLIENT_ID")
-    oauth_client_secret: str | None = Field(None, alias="OAUTH_CLIENT_SECRET")
+    oauth_client_secret: SecretStr | None = Field(None, alias="OAUTH_CLIENT_SECRET")
     oauth_scopes: str = Field("openid profile email", alias="OAUTH_SCOPES")
     openid_provider_url: str = Field("https://huggingface.co", alias="OPENID_PROVIDER_URL")
     space_host: str | None = Field(None, alias="SPACE_HOST")
@@ -70,7 +81,6 @@ class BucketSyncSettings(BaseSettings):
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
     storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
-    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
 
     # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
     job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
@@ -150,15 +160,6 @@ class BucketSyncSettings(BaseSettings):
 
     def scratch_bucket(self, agent_id: str) -> str:
         return f"{self.org}/{self.collab_slug}-{agent_id}"
-
-
-class DataDirSettings(BaseSettings):
-    """Just `BUCKETSYNC_DATA_DIR`, for offline commands that touch only local files
-    (`users add`), so they work without the service's full configuration."""
-
-    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
-
-    data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
 
 
 def load_settings(**overrides: object) -> BucketSyncSettings:

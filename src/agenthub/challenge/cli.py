@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
+from agenthub.bucketsync.settings import OfflineSettings
 from agenthub.bucketsync.storage import BucketStore
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import ChallengeError, load
+from agenthub.clierrors import CliError, Commands
 
-app = typer.Typer(help="A challenge in one command, from challenge.yaml.", no_args_is_help=True)
+app = typer.Typer(
+    cls=Commands, help="A challenge in one command, from challenge.yaml.", no_args_is_help=True
+)
 
 
 @app.command()
 def init(
     config: Path = typer.Argument(..., help="The challenge.yaml to set up."),
     target: str = typer.Option("local", help="local (a bucket directory) or hf (Hugging Face)."),
-    data_dir: Path = typer.Option(
-        Path(os.environ.get("BUCKETSYNC_DATA_DIR", "./var/bucketsync")),
-        help="local target: bucket-sync's data directory.",
+    data_dir: Path | None = typer.Option(
+        None,
+        help="local target: bucket-sync's data directory "
+        "(default: BUCKETSYNC_DATA_DIR, else ./var/bucketsync).",
     ),
     env_out: Path = typer.Option(
         Path("./var/challenge.env"), help="Where to write bucket-sync's environment."
@@ -36,8 +40,9 @@ def init(
     try:
         challenge = load(config)
     except ChallengeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise CliError(str(exc)) from exc
+    settings = OfflineSettings()
+    data_dir = data_dir or settings.data_dir
     if target == "local":
         from agenthub.bucketsync.localstore import LocalBucketStore
 
@@ -45,10 +50,10 @@ def init(
     elif target == "hf":
         from agenthub.bucketsync.hfstore import HfBucketStore
 
-        store = HfBucketStore(token=os.environ.get("HF_TOKEN"))
+        token = settings.hf_token.get_secret_value() if settings.hf_token is not None else None
+        store = HfBucketStore(token=token)
     else:
-        typer.echo(f"error: --target must be local or hf, not {target!r}", err=True)
-        raise typer.Exit(2)
+        raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(
         bootstrap.plan(challenge, service_url=service_url),
         store,
@@ -88,16 +93,15 @@ def evaluate(
     in the verification index are never overwritten."""
     from agenthub.bucketsync.app import default_adapters
     from agenthub.bucketsync.context import build_hub
-    from agenthub.bucketsync.settings import SettingsError, load_settings
+    from agenthub.bucketsync.settings import load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock
 
     try:
         function = load_evaluator(evaluator)
-        settings = load_settings()
-    except (EvaluatorError, SettingsError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    except EvaluatorError as exc:
+        raise CliError(str(exc)) from exc
+    settings = load_settings()
     store, identity = default_adapters(settings)
     loop = EvalLoop(build_hub(settings, store, identity, SystemClock()), function)
 
@@ -109,7 +113,6 @@ def evaluate(
     try:
         loop.run(interval_s=interval, once=once, on_pass=report)
     except EvaluatorError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise CliError(str(exc)) from exc
     except KeyboardInterrupt:
         typer.echo("stopped")

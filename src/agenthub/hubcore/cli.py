@@ -7,30 +7,25 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agenthub.clierrors import CliError, Commands
 from agenthub.clock import SystemClock
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate as migrations
-from agenthub.hubcore.errors import HubCoreError, SnapshotRejected
 from agenthub.hubcore.settings import HubCoreSettings
 
 app = typer.Typer(
-    help="hub-core: a derived, read-only copy of the State Hub inbox.", no_args_is_help=True
+    cls=Commands,
+    help="hub-core: a derived, read-only copy of the State Hub inbox.",
+    no_args_is_help=True,
 )
 console = Console(stderr=True)
-
-
-def _fail(exc: HubCoreError) -> NoReturn:
-    console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
-    if exc.hint:
-        console.print(f"hint: {exc.hint}")
-    raise typer.Exit(2)
 
 
 @contextmanager
@@ -73,32 +68,28 @@ def capture(
     from agenthub.hubcore.capture import capture_from_database, capture_from_statehub
 
     if (source_db is None) == (from_statehub is None):
-        console.print("[red]error[/red]: give exactly one of --source-db or --from-statehub")
-        raise typer.Exit(2)
+        raise CliError("give exactly one of --source-db or --from-statehub")
     who = captured_by or f"{getpass.getuser()}@{socket.gethostname()}"
     clock = SystemClock()
-    try:
-        if source_db is not None:
-            with _progress("capturing rows", None) as advance:
-                bundle = capture_from_database(
-                    source_db,
-                    clock=clock,
-                    captured_by=who,
-                    source_instance=source_instance,
-                    progress=advance,
-                )
-        else:
-            assert from_statehub is not None
-            with _progress("fetching the feed snapshot", None) as advance:
-                bundle = capture_from_statehub(
-                    from_statehub,
-                    clock=clock,
-                    captured_by=who,
-                    page_size=page_size,
-                    progress=advance,
-                )
-    except HubCoreError as exc:
-        _fail(exc)
+    if source_db is not None:
+        with _progress("capturing rows", None) as advance:
+            bundle = capture_from_database(
+                source_db,
+                clock=clock,
+                captured_by=who,
+                source_instance=source_instance,
+                progress=advance,
+            )
+    else:
+        assert from_statehub is not None
+        with _progress("fetching the feed snapshot", None) as advance:
+            bundle = capture_from_statehub(
+                from_statehub,
+                clock=clock,
+                captured_by=who,
+                page_size=page_size,
+                progress=advance,
+            )
     evidence = write_bundle(bundle, out)
     typer.echo(f"bundle      {out} (mode 0600)")
     typer.echo(f"evidence    {evidence}")
@@ -138,8 +129,6 @@ def import_(
             result = import_into(
                 db, bundle, expected_hash=expected_hash, apply=apply, progress=advance
             )
-    except HubCoreError as exc:
-        _fail(exc)
     finally:
         engine.dispose()
     verdicts = {
@@ -179,15 +168,11 @@ def pilot_check(
     settings = HubCoreSettings()
     token = settings.operator_token.get_secret_value() if settings.operator_token else ""
     if not token or not settings.inbox_agent:
-        console.print(
-            "[red]error[/red]: set HUB_CORE_OPERATOR_TOKEN and HUB_CORE_STATEHUB_INBOX_AGENT "
+        raise CliError(
+            "set HUB_CORE_OPERATOR_TOKEN and HUB_CORE_STATEHUB_INBOX_AGENT "
             "to the values the hub-core server runs with"
         )
-        raise typer.Exit(2)
-    try:
-        valid = validate_bundle(read_bundle(bundle_file), expected_hash=expected_hash)
-    except SnapshotRejected as exc:
-        _fail(exc)
+    valid = validate_bundle(read_bundle(bundle_file), expected_hash=expected_hash)
     oracle = {
         "messages": valid.messages,
         "receipts": valid.receipts,
@@ -214,8 +199,7 @@ def pilot_check(
                 receiver_hashes=hashes if engine is not None else None,
             ).run()
     except httpx.HTTPError as exc:
-        console.print(f"[red]error[/red]: cannot reach hub-core at {url}: {type(exc).__name__}")
-        raise typer.Exit(2) from None
+        raise CliError(f"cannot reach hub-core at {url}: {type(exc).__name__}") from exc
     finally:
         if engine is not None:
             engine.dispose()
@@ -246,10 +230,7 @@ def serve(
     from agenthub.hubcore.app import create_app
 
     settings = HubCoreSettings()
-    try:
-        application = create_app(settings)
-    except HubCoreError as exc:
-        _fail(exc)
+    application = create_app(settings)
     reads = "on" if settings.inbox_reads else "off"
     following = f", following {settings.statehub_url}" if settings.statehub_url else ""
     typer.echo(
@@ -280,8 +261,7 @@ def follow(
     settings = HubCoreSettings()
     url = statehub_url or settings.statehub_url
     if not url:
-        console.print("[red]error[/red]: give --statehub-url or set HUBCORE_STATEHUB_URL")
-        raise typer.Exit(2)
+        raise CliError("give --statehub-url or set HUBCORE_STATEHUB_URL")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     engine = make_engine(settings.database_url)
 
@@ -302,8 +282,6 @@ def follow(
         migrations.upgrade(engine)
         typer.echo(f"following {url} into {settings.database_url}")
         typer.echo(asyncio.run(main()))
-    except HubCoreError as exc:
-        _fail(exc)
     except KeyboardInterrupt:
         typer.echo("stopped")
     finally:

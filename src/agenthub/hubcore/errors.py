@@ -1,45 +1,40 @@
 """hub-core domain errors.
 
     HubCoreError                 stable `code`, human `message`, and a `hint`
-    ├── SnapshotRejected         a bundle the import rules refuse (names the rows); 422
-    ├── CaptureFailed            the source could not be read consistently; 502
-    ├── ConfigurationError       settings that must not start a server; 500
-    ├── FeedRefused              a feed page or re-snapshot the §5/§6 rules refuse; 409
+    ├── SnapshotRejected         a bundle the import rules refuse (names the rows)
+    ├── CaptureFailed            the source could not be read consistently
+    ├── ConfigurationError       settings that must not start a server
+    ├── FeedRefused              a feed page or re-snapshot the §5/§6 rules refuse
     │                            (nothing was changed; `resnapshot` says whether a fresh
     │                            snapshot is the way out)
-    └── SourceError              talking to State Hub's feed
-        ├── SourceUnavailable    transport failure or an unexpected answer; 502
-        └── ResnapshotRequired   State Hub answered 409/410 `resnapshot_required`
+    ├── SourceError              talking to State Hub's feed
+    │   ├── SourceUnavailable    transport failure or an unexpected answer
+    │   └── ResnapshotRequired   State Hub answered 409/410 `resnapshot_required`
     └── ReadError                the read endpoint's refusals
-        ├── ReadsDisabled        flag off: the endpoint does not exist; 404
-        ├── Unauthenticated      missing or wrong operator bearer; 401
-        ├── AgentNotServed       `to_agent` is not the configured pilot agent; 403
-        └── MethodNotAllowed     anything but GET; 405
+        ├── ReadsDisabled        flag off: the endpoint does not exist
+        ├── Unauthenticated      missing or wrong operator bearer
+        ├── AgentNotServed       `to_agent` is not the configured pilot agent
+        └── MethodNotAllowed     anything but GET
 
-Domain code never builds HTTP errors; `api.errors.install` maps this tree once.
+Domain code never builds HTTP errors; `api.errors.STATUS` gives each class its status
+and `api.errors.install` registers the mapping once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agenthub.errors import AgentHubError
+
 MAX_NAMED_ROWS = 20
 
 
-class HubCoreError(Exception):
+class HubCoreError(AgentHubError):
     code = "hubcore_error"
-    status = 500
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 class SnapshotRejected(HubCoreError):
     """One import rule failed. `rows` lists the offending ids (or row positions)."""
-
-    status = 422
 
     def __init__(
         self, code: str, message: str, *, rows: Sequence[str] = (), hint: str | None = None
@@ -55,18 +50,14 @@ class SnapshotRejected(HubCoreError):
 
 class CaptureFailed(HubCoreError):
     code = "capture_failed"
-    status = 502
 
 
 class ConfigurationError(HubCoreError):
     code = "configuration_error"
-    status = 500
 
 
 class FeedRefused(HubCoreError):
     """A page (or snapshot) the follower will not apply. `rows` names the offending keys."""
-
-    status = 409
 
     def __init__(
         self,
@@ -89,7 +80,6 @@ class FeedRefused(HubCoreError):
 
 class SourceError(HubCoreError):
     code = "source_error"
-    status = 502
 
 
 class SourceUnavailable(SourceError):
@@ -112,19 +102,15 @@ class ReadError(HubCoreError):
 
 class ReadsDisabled(ReadError):
     code = "not_found"
-    status = 404
 
 
 class Unauthenticated(ReadError):
     code = "unauthenticated"
-    status = 401
 
 
 class AgentNotServed(ReadError):
     code = "agent_not_served"
-    status = 403
 
 
 class MethodNotAllowed(ReadError):
     code = "method_not_allowed"
-    status = 405

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from agenthub.hubcore.errors import ResnapshotRequired, SourceUnavailable
-from agenthub.statehub.api.errors import error_body
+from agenthub.statehub.api.errors import error_body, status_of
 from agenthub.statehub.errors import StateHubError
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.snapshot import PagedSnapshots
@@ -132,7 +132,7 @@ class InProcessFeedSource:
         try:
             result: dict[str, Any] = await asyncio.to_thread(fn, *args, **kwargs)
         except StateHubError as exc:
-            raise _refusal(exc.status, error_body(exc)) from exc
+            raise _refusal(status_of(exc), error_body(exc)) from exc
         return result
 
     async def page(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import typer
 
+from agenthub.clierrors import Commands
 from agenthub.db import make_engine
 from agenthub.statehub import migrate as migrations
 from agenthub.statehub.settings import StateHubSettings
 
-app = typer.Typer(help="State Hub: the agent inbox and its change feed.", no_args_is_help=True)
+app = typer.Typer(
+    cls=Commands, help="State Hub: the agent inbox and its change feed.", no_args_is_help=True
+)
 
 
 @app.command()

@@ -4,6 +4,7 @@ for domain errors, request-shape errors, unknown routes and anything unexpected.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -12,9 +13,76 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agenthub.bucketsync.errors import AlreadyPromoted, BucketSyncError
+from agenthub.bucketsync.errors import (
+    AgentIdTaken,
+    AlreadyPromoted,
+    BodyOrSourceRequired,
+    BucketMissing,
+    BucketNotOwnedByCaller,
+    BucketSyncError,
+    ChannelExists,
+    ChannelNotFound,
+    Conflict,
+    Forbidden,
+    IdentityMismatch,
+    InvalidFrontmatter,
+    InvalidPath,
+    InvalidQuery,
+    InvalidRequest,
+    JobLaunchFailed,
+    JobsDisabled,
+    NotFound,
+    NotOrganizer,
+    NotRegistered,
+    OrganizerCheckUnavailable,
+    PartialWrite,
+    PayloadTooLarge,
+    QuotaBackendUnavailable,
+    RateLimited,
+    SignInFailed,
+    SourceNotFound,
+    StorageUnavailable,
+    SyncTooLarge,
+    Unauthorized,
+    UpstreamUnavailable,
+)
+from agenthub.httperrors import StatusTable, install_error_handlers
 
 log = logging.getLogger("agenthub.bucketsync")
+
+STATUS: StatusTable[BucketSyncError] = {
+    BucketSyncError: 500,
+    InvalidPath: 400,
+    InvalidQuery: 400,
+    InvalidFrontmatter: 400,
+    InvalidRequest: 400,
+    BodyOrSourceRequired: 400,
+    SignInFailed: 400,
+    Unauthorized: 401,
+    BucketNotOwnedByCaller: 403,
+    IdentityMismatch: 403,
+    NotOrganizer: 403,
+    Forbidden: 403,
+    NotRegistered: 404,
+    NotFound: 404,
+    SourceNotFound: 404,
+    JobsDisabled: 404,
+    ChannelNotFound: 404,
+    AgentIdTaken: 409,
+    AlreadyPromoted: 409,
+    Conflict: 409,
+    ChannelExists: 409,
+    BucketMissing: 412,
+    PayloadTooLarge: 413,
+    SyncTooLarge: 413,
+    RateLimited: 429,
+    JobLaunchFailed: 502,
+    UpstreamUnavailable: 502,
+    StorageUnavailable: 503,
+    PartialWrite: 503,
+    OrganizerCheckUnavailable: 503,
+    QuotaBackendUnavailable: 503,
+}
 
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 
@@ -47,11 +115,24 @@ def _describe(exc: RequestValidationError) -> tuple[str, str, str]:
     return code, message, hint
 
 
+def retry_after(exc: BucketSyncError) -> dict[str, str]:
+    """`Retry-After` for the errors a client should retry, none for the others."""
+    if isinstance(exc, RateLimited):
+        return {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+    if isinstance(exc, StorageUnavailable):
+        return {"Retry-After": "5"}
+    if isinstance(exc, QuotaBackendUnavailable):
+        return {"Retry-After": "30"}
+    return {}
+
+
+def render(exc: BucketSyncError, status: int) -> JSONResponse:
+    extra = {"filename": exc.filename} if isinstance(exc, AlreadyPromoted) else None
+    return error_response(status, exc.code, exc.message, exc.hint, retry_after(exc), extra)
+
+
 def install(app: FastAPI) -> None:
-    async def domain(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, BucketSyncError)
-        extra = {"filename": exc.filename} if isinstance(exc, AlreadyPromoted) else None
-        return error_response(exc.status, exc.code, exc.message, exc.hint, exc.headers(), extra)
+    install_error_handlers(app, STATUS, render)
 
     async def validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -68,7 +149,6 @@ def install(app: FastAPI) -> None:
         log.exception("unhandled error", exc_info=exc)
         return error_response(500, "INTERNAL", "internal error; the request was not applied")
 
-    app.add_exception_handler(BucketSyncError, domain)
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(StarletteHTTPException, http)
     app.add_exception_handler(Exception, unexpected)

@@ -42,7 +42,7 @@ def oauth_from_settings(
     provider = provider or HfOAuthProvider(
         provider_url=settings.openid_provider_url,
         client_id=settings.oauth_client_id,
-        client_secret=settings.oauth_client_secret,
+        client_secret=settings.oauth_client_secret.get_secret_value(),
         scopes=settings.oauth_scopes,
     )
     return OAuthFlow(provider, identity, clock, callback_url=callback)

@@ -22,19 +22,13 @@ from urllib.parse import urlencode
 
 import httpx
 
-from agenthub.bucketsync.errors import BucketSyncError, InvalidRequest, Unauthorized
+from agenthub.bucketsync.errors import InvalidRequest, SignInFailed, Unauthorized
 from agenthub.bucketsync.identity import Identity
 from agenthub.clock import Clock
 
 CALLBACK_PATH = "/dashboard/oauth/callback"
 DEFAULT_NEXT = "/dashboard"
 STATE_TTL = timedelta(minutes=10)
-
-
-class SignInFailed(BucketSyncError):
-    """The OAuth round trip did not end in a signed-in user."""
-
-    code, status = "SIGN_IN_FAILED", 400
 
 
 class OAuthProvider(Protocol):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from agenthub.bucketsync.errors import BucketSyncError, Forbidden, InvalidPath
+from agenthub.bucketsync.errors import Forbidden, InvalidPath, UpstreamUnavailable
 
 # Path components the /v1 API uses: names, filenames, `jobs:run`-style verbs.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_@:-][A-Za-z0-9._@:-]*$")
@@ -26,12 +26,6 @@ _WRITES = (
 _FORWARDED_HEADERS = ("authorization", "content-type", "accept", "user-agent")
 # The browser's address, so the audit trail records the human rather than the proxy.
 Peer = tuple[str, int] | None
-
-
-class UpstreamUnavailable(BucketSyncError):
-    """The bucket-sync API behind the dashboard could not be reached."""
-
-    code, status = "UPSTREAM_UNAVAILABLE", 502
 
 
 @dataclass(frozen=True)

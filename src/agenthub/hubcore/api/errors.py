@@ -4,15 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from agenthub.httperrors import StatusTable, install_error_handlers
 from agenthub.hubcore.errors import (
+    AgentNotServed,
+    CaptureFailed,
+    ConfigurationError,
+    FeedRefused,
     HubCoreError,
     MethodNotAllowed,
+    ReadError,
+    ReadsDisabled,
+    ResnapshotRequired,
     SnapshotRejected,
+    SourceError,
+    SourceUnavailable,
     Unauthenticated,
 )
+
+STATUS: StatusTable[HubCoreError] = {
+    HubCoreError: 500,
+    SnapshotRejected: 422,
+    CaptureFailed: 502,
+    ConfigurationError: 500,
+    FeedRefused: 409,
+    SourceError: 502,
+    SourceUnavailable: 502,
+    ResnapshotRequired: 502,
+    ReadError: 500,
+    ReadsDisabled: 404,
+    Unauthenticated: 401,
+    AgentNotServed: 403,
+    MethodNotAllowed: 405,
+}
 
 
 def error_body(exc: HubCoreError) -> dict[str, Any]:
@@ -33,9 +59,9 @@ def headers_for(exc: HubCoreError) -> dict[str, str]:
     return headers
 
 
-def install(app: FastAPI) -> None:
-    async def handle(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, HubCoreError)
-        return JSONResponse(error_body(exc), status_code=exc.status, headers=headers_for(exc))
+def render(exc: HubCoreError, status: int) -> JSONResponse:
+    return JSONResponse(error_body(exc), status_code=status, headers=headers_for(exc))
 
-    app.add_exception_handler(HubCoreError, handle)
+
+def install(app: FastAPI) -> None:
+    install_error_handlers(app, STATUS, render)

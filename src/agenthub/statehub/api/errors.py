@@ -4,10 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from agenthub.statehub.errors import FeedError, StateHubError
+from agenthub.httperrors import StatusTable, install_error_handlers, status_for
+from agenthub.statehub.errors import (
+    FeedError,
+    InvalidRequest,
+    MalformedCursor,
+    NotFound,
+    ResnapshotConflict,
+    ResnapshotGone,
+    StateHubError,
+)
+
+STATUS: StatusTable[StateHubError] = {
+    StateHubError: 500,
+    NotFound: 404,
+    InvalidRequest: 422,
+    FeedError: 500,
+    MalformedCursor: 400,
+    ResnapshotConflict: 409,
+    ResnapshotGone: 410,
+}
+
+
+def status_of(exc: StateHubError) -> int:
+    return status_for(STATUS, exc)
 
 
 def error_body(exc: StateHubError) -> dict[str, Any]:
@@ -21,10 +44,10 @@ def error_body(exc: StateHubError) -> dict[str, Any]:
     return body
 
 
-def install(app: FastAPI) -> None:
-    async def handle(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StateHubError)
-        headers = {"Cache-Control": "no-store"} if isinstance(exc, FeedError) else None
-        return JSONResponse(error_body(exc), status_code=exc.status, headers=headers)
+def render(exc: StateHubError, status: int) -> JSONResponse:
+    headers = {"Cache-Control": "no-store"} if isinstance(exc, FeedError) else None
+    return JSONResponse(error_body(exc), status_code=status, headers=headers)
 
-    app.add_exception_handler(StateHubError, handle)
+
+def install(app: FastAPI) -> None:
+    install_error_handlers(app, STATUS, render)
