@@ -20,6 +20,7 @@ from agenthub.contracts.inbox_feed import (
 from agenthub.hubcore.errors import FeedRefused
 from agenthub.hubcore.feedpage import decode_cursor as hubcore_decode
 from agenthub.statehub import cursor as statehub_cursor
+from agenthub.statehub.api.errors import status_of
 from agenthub.statehub.errors import FeedError
 
 
@@ -86,7 +87,7 @@ def test_state_hub_answers_409_for_a_foreign_cursor_and_400_for_a_malformed_one(
     with pytest.raises(FeedError) as malformed:
         statehub_cursor.decode("v1:5\n")
 
-    assert (foreign.value.status, malformed.value.status) == (409, 400)
+    assert (status_of(foreign.value), status_of(malformed.value)) == (409, 400)
 
 
 def test_cursor_errors_are_value_errors_so_no_service_needs_the_contract_s_tree() -> None:
