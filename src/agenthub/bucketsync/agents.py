@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync import frontmatter, listing, naming
+from agenthub.bucketsync.access import bearer_caller, registration, require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     AgentIdTaken,
@@ -14,26 +15,10 @@ from agenthub.bucketsync.errors import (
     IdentityMismatch,
     InvalidPath,
     InvalidRequest,
-    NotRegistered,
     SourceNotFound,
     StorageUnavailable,
-    Unauthorized,
 )
-from agenthub.bucketsync.identity import Caller
 from agenthub.bucketsync.readmodel import Record
-
-
-def bearer_caller(hub: Hub, authorization: str | None) -> Caller:
-    """Resolve `Authorization: Bearer <token>` through the Identity port (401 otherwise)."""
-    if not authorization:
-        raise Unauthorized(
-            "this endpoint needs Authorization: Bearer <token>",
-            hint="send your HF token as a Bearer token",
-        )
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-    return hub.identity.whoami(token.strip())
 
 
 def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
@@ -51,24 +36,6 @@ def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
         "is_member": caller.is_member(org) or role is not None,
         "is_organizer": role == "admin",
     }
-
-
-def is_registered(hub: Hub, agent_id: str) -> bool:
-    return naming.registration_path(agent_id) in hub.read_model.entries(naming.AGENTS)
-
-
-def registration(hub: Hub, agent_id: str) -> Record | None:
-    return hub.read_model.record(naming.registration_path(agent_id), naming.AGENTS)
-
-
-def require_registered(hub: Hub, agent_id: str) -> Record:
-    record = registration(hub, agent_id)
-    if record is None:
-        raise NotRegistered(
-            f"agent {agent_id!r} is not registered",
-            hint="register first: POST /v1/agents/register",
-        )
-    return record
 
 
 def agent_info(record: Record) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync import frontmatter, naming
-from agenthub.bucketsync.agents import bearer_caller, require_registered
+from agenthub.bucketsync.access import bearer_caller, require_organizer, require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BodyOrSourceRequired,
@@ -135,14 +135,6 @@ def subscriptions(hub: Hub, handle: str) -> dict[str, str]:
     return {name: notify_level(loaded.get(path)) for name, path in sorted(mine.items())}
 
 
-def require_handle(hub: Hub, handle: str) -> str:
-    """A handle a read may watch: `human-*` or a registered agent (checked before parking)."""
-    naming.validate_handle(handle)
-    if not naming.is_human_handle(handle):
-        require_registered(hub, handle)
-    return handle
-
-
 # -- writes -------------------------------------------------------------------------------
 def _human_caller(hub: Hub, handle: str, authorization: str | None) -> tuple[str, str | None]:
     caller = bearer_caller(hub, authorization)
@@ -165,8 +157,6 @@ def create(
     caller_info: CallerInfo,
 ) -> tuple[int, dict[str, Any]]:
     """Create a channel (201) or update its theme as the creator (200)."""
-    from agenthub.bucketsync.messages import require_organizer
-
     validate_name(name)
     if source is not None or agent_id is None or not naming.is_human_handle(agent_id):
         raise NotOrganizer(

@@ -7,19 +7,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync import listing, naming
-from agenthub.bucketsync.board import render_record
+from agenthub.bucketsync.access import require_handle
 from agenthub.bucketsync.channels import (
     Channel,
     channels_index,
     load_records,
     notify_level,
     require_channel,
-    require_handle,
     subscriptions,
 )
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import InvalidQuery
 from agenthub.bucketsync.readmodel import Record
+from agenthub.bucketsync.records import render_record
 
 THEME_EXCERPT = 200
 RECENT_IN_DETAIL = 5

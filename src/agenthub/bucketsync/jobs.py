@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenthub.bucketsync import naming
-from agenthub.bucketsync.agents import bearer_caller, require_registered
+from agenthub.bucketsync.access import bearer_caller, require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BucketNotOwnedByCaller,

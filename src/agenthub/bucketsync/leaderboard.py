@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync import listing, naming
-from agenthub.bucketsync.agents import registration
+from agenthub.bucketsync.access import registration
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import InvalidQuery
 from agenthub.bucketsync.readmodel import ReadModel, Record

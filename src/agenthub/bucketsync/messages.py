@@ -6,17 +6,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agenthub.bucketsync import channels, frontmatter, mentions, naming
-from agenthub.bucketsync.agents import bearer_caller, is_registered, require_registered
+from agenthub.bucketsync.access import (
+    bearer_caller,
+    is_registered,
+    require_organizer,
+    require_registered,
+)
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BodyOrSourceRequired,
     IdentityMismatch,
     InvalidRequest,
     NotOrganizer,
-    OrganizerCheckUnavailable,
     PayloadTooLarge,
     SourceNotFound,
-    StorageUnavailable,
 )
 from agenthub.bucketsync.notify import wake_keys
 
@@ -152,20 +155,6 @@ def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _
     require_registered(hub, agent_id)
     hub.limiters.raw_messages.acquire(agent_id)
     return _Draft(agent_id, "raw", client_fm, request.body, None, None)
-
-
-def require_organizer(hub: Hub, user: str, email: str | None) -> None:
-    try:
-        role = hub.identity.org_role(hub.settings.org, user, email)
-    except StorageUnavailable as exc:
-        raise OrganizerCheckUnavailable(
-            "could not check organizer status; nothing was posted",
-            hint="retry in a few seconds",
-        ) from exc
-    if role != "admin":
-        raise NotOrganizer(
-            "only organizers (org admins) can broadcast", hint="post without broadcast"
-        )
 
 
 def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync import frontmatter, listing, naming
-from agenthub.bucketsync.agents import require_registered
-from agenthub.bucketsync.board import render_record, stamped_index
+from agenthub.bucketsync.access import require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound, SourceNotFound
+from agenthub.bucketsync.records import render_record, stamped_index
 
 log = logging.getLogger("agenthub.bucketsync.results")
 

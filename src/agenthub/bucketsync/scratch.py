@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from agenthub.bucketsync import naming
-from agenthub.bucketsync.agents import bearer_caller
+from agenthub.bucketsync.access import bearer_caller
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import Forbidden, InvalidPath, NotFound, PayloadTooLarge
 from agenthub.bucketsync.identity import Caller

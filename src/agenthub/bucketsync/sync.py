@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenthub.bucketsync import naming
-from agenthub.bucketsync.agents import require_registered
+from agenthub.bucketsync.access import require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import InvalidPath, SourceNotFound, SyncTooLarge
 from agenthub.bucketsync.storage import Batch, FileEntry

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agenthub.bucketsync import frontmatter, listing, naming
-from agenthub.bucketsync.agents import require_registered
+from agenthub.bucketsync.access import require_registered
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     InvalidFrontmatter,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agenthub.bucketsync import board, channels, listing, naming
+from agenthub.bucketsync import board, channels, listing, naming, records
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.readmodel import Record
 
@@ -66,7 +66,7 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
         listing.parse_query(params, expand_max=hub.settings.expand_max_limit),
         load=lambda paths: load(hub, paths),
         render=lambda key, record: {
-            **board.render_record(record),
+            **records.render_record(record),
             "reasons": list(current.reasons.get(key, [])),
         },
     )

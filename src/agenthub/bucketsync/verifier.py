@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync import frontmatter, mentions, naming
-from agenthub.bucketsync.agents import is_registered
+from agenthub.bucketsync.access import is_registered
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import BucketSyncError, InvalidPath, StorageUnavailable
 from agenthub.bucketsync.jobrunner import COMPLETED, JobRunnerUnavailable, JobState, Mount

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import board, channels, channelviews, updates
+from agenthub.bucketsync import access, board, channels, channelviews, updates
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.context import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
@@ -102,7 +102,7 @@ async def inbox(handle: str, request: Request) -> dict[str, Any]:
     params = dict(request.query_params)
 
     def prepare() -> list[str]:
-        channels.require_handle(hub, handle)
+        access.require_handle(hub, handle)
         return [f"inbox:{handle}"]
 
     return await watched(
@@ -133,7 +133,7 @@ async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> d
     params = dict(request.query_params)
 
     def prepare() -> list[str]:
-        channels.require_handle(hub, as_)
+        access.require_handle(hub, as_)
         return [f"channel:{name}" for name in channels.subscriptions(hub, as_)]
 
     return await watched(

@@ -8,7 +8,16 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agenthub.bucketsync import agents, board, discovery, leaderboard, messages, results, sync
+from agenthub.bucketsync import (
+    agents,
+    board,
+    discovery,
+    leaderboard,
+    messages,
+    results,
+    sync,
+)
+from agenthub.bucketsync import digest as snapshot
 from agenthub.bucketsync.context import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
 
@@ -122,7 +131,7 @@ def digest(
     since: str | None = Query(None),
     after: str | None = Query(None),
 ) -> dict[str, Any]:
-    return board.digest(hub_of(request), as_handle=as_, since=since, after=after)
+    return snapshot.digest(hub_of(request), as_handle=as_, since=since, after=after)
 
 
 class SourceBody(BaseModel):
