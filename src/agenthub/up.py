@@ -29,7 +29,7 @@ from typing import Any
 import uvicorn
 
 from agenthub.bucketsync.errors import Unauthorized
-from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.identity.base import LocalIdentity
 
 TOKEN_FILE = "operator-token"
 BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"
@@ -110,8 +110,8 @@ def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> t
     """Set the example challenge up on the local store (idempotent) and build bucket-sync's
     app; returns (app, BucketSync without its URL)."""
     from agenthub.bucketsync.app import create_app
-    from agenthub.bucketsync.localstore import LocalBucketStore
     from agenthub.bucketsync.settings import load_settings
+    from agenthub.bucketsync.storage.local import LocalBucketStore
     from agenthub.challenge import bootstrap
     from agenthub.challenge.schema import load
 

@@ -11,23 +11,23 @@ from fastapi import FastAPI
 
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
-from agenthub.bucketsync.context import Hub, build_hub
+from agenthub.bucketsync.core.hub import Hub, build_hub
+from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
+from agenthub.bucketsync.core.notify import Notifier
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
-from agenthub.bucketsync.identity import Identity, LocalIdentity
-from agenthub.bucketsync.jobrunner import JobRunner
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
-from agenthub.bucketsync.notify import Notifier
-from agenthub.bucketsync.quota import QuotaLock
-from agenthub.bucketsync.scoring import build_scoring
+from agenthub.bucketsync.identity.base import Identity, LocalIdentity
+from agenthub.bucketsync.runners.base import JobRunner
+from agenthub.bucketsync.scoring.assembly import build_scoring
+from agenthub.bucketsync.scoring.quota import QuotaLock
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
-from agenthub.bucketsync.storage import BucketStore
+from agenthub.bucketsync.storage.base import BucketStore
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from agenthub.bucketsync.bus import RedisBus
+    from agenthub.bucketsync.scaleout.bus import RedisBus
 
 log = logging.getLogger("agenthub.bucketsync")
 
@@ -37,8 +37,8 @@ SERVICE_USER = "bucket-sync"
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
     """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects."""
     if settings.storage == "hf":
-        from agenthub.bucketsync.hfidentity import HfIdentity
-        from agenthub.bucketsync.hfstore import HfBucketStore
+        from agenthub.bucketsync.identity.hf import HfIdentity
+        from agenthub.bucketsync.storage.hf import HfBucketStore
 
         return HfBucketStore(token=settings.hf_token), HfIdentity(admin_token=settings.hf_token)
     return (
@@ -66,7 +66,7 @@ def create_app(
     clock = clock or SystemClock()
     bus = None
     if settings.bus_url and notifier is None:
-        from agenthub.bucketsync.bus import RedisBus
+        from agenthub.bucketsync.scaleout.bus import RedisBus
 
         bus = RedisBus(settings.bus_url, settings.bus_key_prefix)
         notifier = bus
@@ -137,9 +137,9 @@ def share_state_through(hub: Hub, bus: RedisBus) -> None:
     import redis
     from limits.storage import RedisStorage
 
-    from agenthub.bucketsync.context import Limiters
-    from agenthub.bucketsync.locks import RedisLocks
-    from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter, RedisStampClaims
+    from agenthub.bucketsync.core.hub import Limiters
+    from agenthub.bucketsync.core.locks import RedisLocks
+    from agenthub.bucketsync.scaleout.state import RedisDedup, RedisLimiter, RedisStampClaims
 
     prefix = hub.settings.bus_key_prefix
     storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")

@@ -99,7 +99,7 @@ def users_add(
 ) -> None:
     """Create a user in the org and print the new token alone on stdout."""
     from agenthub.bucketsync.errors import BucketSyncError
-    from agenthub.bucketsync.identity import add_user
+    from agenthub.bucketsync.identity.base import add_user
     from agenthub.bucketsync.settings import DataDirSettings
 
     data_dir = DataDirSettings().data_dir
@@ -117,7 +117,7 @@ def backfill_inbox(
 ) -> None:
     """Rebuild inbox copies from the board history (offline, idempotent)."""
     from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.backfill import backfill_inbox as run
+    from agenthub.bucketsync.board.backfill import backfill_inbox as run
 
     settings = _settings()
     store, _identity = default_adapters(settings)
@@ -136,7 +136,7 @@ def mcp() -> None:
     """Serve bucket-sync's agent tools over MCP on stdio (digest, post_message, read_inbox,
     wait_for_updates, promote_result, leaderboard). Configured by BUCKETSYNC_URL, AGENT_ID,
     SCRATCH_BUCKET, and BUCKETSYNC_TOKEN (local mode) or a logged-in `hf` CLI."""
-    from agenthub.bucketsync.mcpserver import McpConfig, McpConfigError, serve_stdio
+    from agenthub.bucketsync.agentside.mcp import McpConfig, McpConfigError, serve_stdio
 
     try:
         config = McpConfig.from_env()
@@ -155,8 +155,8 @@ def verify_reconcile() -> None:
     """Record verdicts of verification runs that ended while nobody watched, and finish the
     status files of agent runs likewise (idempotent, safe to schedule)."""
     from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.context import build_hub
-    from agenthub.bucketsync.scoring import build_scoring
+    from agenthub.bucketsync.core.hub import build_hub
+    from agenthub.bucketsync.scoring.assembly import build_scoring
     from agenthub.clock import SystemClock
 
     settings = _settings()
@@ -191,8 +191,8 @@ def challenge_install(
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
     from agenthub.bucketsync.app import default_adapters, prepare_buckets
-    from agenthub.bucketsync.context import build_hub
-    from agenthub.bucketsync.storage import Batch
+    from agenthub.bucketsync.core.hub import build_hub
+    from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 
     settings = _settings()

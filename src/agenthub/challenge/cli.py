@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from agenthub.bucketsync.storage import BucketStore
+from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import ChallengeError, load
 
@@ -39,11 +39,11 @@ def init(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if target == "local":
-        from agenthub.bucketsync.localstore import LocalBucketStore
+        from agenthub.bucketsync.storage.local import LocalBucketStore
 
         store: BucketStore = LocalBucketStore(data_dir)
     elif target == "hf":
-        from agenthub.bucketsync.hfstore import HfBucketStore
+        from agenthub.bucketsync.storage.hf import HfBucketStore
 
         store = HfBucketStore(token=os.environ.get("HF_TOKEN"))
     else:
@@ -87,7 +87,7 @@ def evaluate(
     (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
     in the verification index are never overwritten."""
     from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.core.hub import build_hub
     from agenthub.bucketsync.settings import SettingsError, load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock

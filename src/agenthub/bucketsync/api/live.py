@@ -16,10 +16,14 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import access, board, channels, channelviews, updates
 from agenthub.bucketsync.api.routes import caller_info, hub_of
-from agenthub.bucketsync.context import Hub
+from agenthub.bucketsync.board import read as board
+from agenthub.bucketsync.channels import read as channelviews
+from agenthub.bucketsync.channels import write as channels
+from agenthub.bucketsync.core import access
+from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
+from agenthub.bucketsync.live import updates
 
 router = APIRouter(prefix="/v1")
 

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Header, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import scratch
 from agenthub.bucketsync.api.routes import hub_of
+from agenthub.bucketsync.files import scratch
 
 router = APIRouter(prefix="/local/buckets")
 

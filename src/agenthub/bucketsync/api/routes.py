@@ -8,18 +8,16 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agenthub.bucketsync import (
-    agents,
-    board,
-    discovery,
-    leaderboard,
-    messages,
-    results,
-    sync,
-)
-from agenthub.bucketsync import digest as snapshot
-from agenthub.bucketsync.context import CallerInfo, Hub
+from agenthub.bucketsync.agents import write as agents
+from agenthub.bucketsync.api import discovery
+from agenthub.bucketsync.board import read as board
+from agenthub.bucketsync.board import write as messages
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
+from agenthub.bucketsync.files import sync
+from agenthub.bucketsync.live import digest as snapshot
+from agenthub.bucketsync.results import leaderboard
+from agenthub.bucketsync.results import write as results
 
 router = APIRouter(prefix="/v1")
 

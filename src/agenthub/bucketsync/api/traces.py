@@ -8,8 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import traces
 from agenthub.bucketsync.api.routes import caller_info, hub_of
+from agenthub.bucketsync.traces import write as traces
 
 router = APIRouter(prefix="/v1")
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "share_trace.py"

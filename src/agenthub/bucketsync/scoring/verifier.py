@@ -1,0 +1,512 @@
+"""The verifier (`VERIFIER_ENABLED`): re-run a champion's submission with the private eval
+set and record a verdict in `results/verification_status.json`.
+
+- Trigger: a promoted `agent-run` result that beats the best `valid` result (cold start: no
+  valid result yet, so any result seeds the champion); already decided or in flight → skip.
+- The submission is named in the result's frontmatter (`artifacts:` or `submission:`): a
+  folder of the author's scratch bucket, a central `artifacts/{slug}_{author}/` folder, or a
+  job run folder whose `job_status.json` points back at the submission it ran. If it cannot
+  be located the author is told on the board how to fix it and the result stays pending.
+- Verdict: `valid` iff |rerun - reported| / reported ≤ VERIFIER_SCORE_TOL and (when
+  VERIFIER_GUARD_FIELD is set) rerun_guard ≤ VERIFIER_GUARD_CAP; missing numbers leave it
+  pending. A failed job leaves it pending with no announcement.
+- Compare-and-set against a private side ledger (`verification_ledger/{filename}/verdict.json`
+  in the audit bucket): the ledger records the verdict the verifier is about to write
+  *before* the index write, so a non-pending index value the ledger does not know is a
+  human's, and human verdicts always win. The ledger lives outside the job's rw /state
+  mount, so nothing inside the container can forge it.
+- `reconcile()` finishes runs whose watcher never reported (a restart) and half-recorded
+  verdicts, through the same code; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agenthub.bucketsync.core import frontmatter, mentions, naming
+from agenthub.bucketsync.core.access import is_registered
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.errors import BucketSyncError, InvalidPath, StorageUnavailable
+from agenthub.bucketsync.results.leaderboard import score_of, scored_results
+from agenthub.bucketsync.results.write import VERIFICATION_INDEX
+from agenthub.bucketsync.runners.base import COMPLETED, JobRunnerUnavailable, JobState, Mount
+from agenthub.bucketsync.scoring.jobs import (
+    STATUS_FILE,
+    SUMMARY_FILE,
+    JobsService,
+    Outcome,
+    RunRecord,
+    read_status,
+    record_from_status,
+)
+from agenthub.bucketsync.storage.base import Batch
+
+log = logging.getLogger("agenthub.bucketsync.scoring.verifier")
+
+LEDGER_PREFIX = "verification_ledger/"
+SUBMISSION_KEYS = ("artifacts", "submission")
+
+
+@dataclass(frozen=True)
+class Located:
+    bucket: str
+    prefix: str
+
+
+@dataclass
+class ReconcileReport:
+    examined: int = 0
+    recorded: int = 0
+    still_running: int = 0
+    healed: int = 0
+    skipped: int = 0
+
+
+def verdict_for(
+    reported: float,
+    summary: Mapping[str, Any],
+    *,
+    score_field: str,
+    tolerance: float,
+    guard_field: str = "",
+    guard_cap: float | None = None,
+) -> tuple[str | None, dict[str, Any]]:
+    """(`valid`|`invalid`, details), or (None, details) when the numbers are missing."""
+    rerun = summary.get(score_field)
+    details: dict[str, Any] = {"reported": reported, "rerun": rerun, "tolerance": tolerance}
+    if isinstance(rerun, bool) or not isinstance(rerun, int | float) or not math.isfinite(rerun):
+        details["reason"] = f"summary.json has no numeric {score_field!r}"
+        return None, details
+    deviation = abs(rerun - reported) / reported
+    details["deviation"] = deviation
+    ok = deviation <= tolerance
+    if guard_field:
+        guard = summary.get(guard_field)
+        details["guard_field"], details["guard"], details["guard_cap"] = (
+            guard_field,
+            guard,
+            guard_cap,
+        )
+        if isinstance(guard, bool) or not isinstance(guard, int | float):
+            details["reason"] = f"summary.json has no numeric guard {guard_field!r}"
+            return None, details
+        ok = ok and guard_cap is not None and guard <= guard_cap
+    return ("valid" if ok else "invalid"), details
+
+
+class VerdictBook:
+    """The verdict side of verification, shared by every mode that re-scores results (the
+    jobs verifier below, and `agenthub challenge evaluate`): the private side ledger, locating
+    a submission, the compare-and-set into the index (human verdicts win) and the board
+    announcement. Needs no JobsService."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.settings = hub.settings
+        self._index_lock = threading.Lock()
+        self.announced = 0
+
+    # -- side ledger ------------------------------------------------------------------------
+    def _ledger_path(self, filename: str) -> str:
+        return f"{LEDGER_PREFIX}{filename}/verdict.json"
+
+    def ledger(self, filename: str) -> dict[str, Any] | None:
+        data = self.hub.store.read(self.settings.audit_bucket, self._ledger_path(filename))
+        if data is None:
+            return None
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+    def save_ledger(self, filename: str, entry: dict[str, Any]) -> None:
+        body = json.dumps(entry, indent=2, sort_keys=True).encode()
+        self.hub.store.write_batch(
+            self.settings.audit_bucket, Batch(adds=[(self._ledger_path(filename), body)])
+        )
+
+    def champion_score(self, index: Mapping[str, str]) -> float | None:
+        ranking = scored_results(self.hub).ranking(
+            self.hub, index, verification=("valid",), best_per_agent=False
+        )
+        return ranking.rows[0].score if ranking.rows else None
+
+    def locate(self, author: str, fm: Mapping[str, Any]) -> tuple[Located | None, str]:
+        """Where the result's submission lives, or (None, what is wrong)."""
+        value = next((fm[k] for k in SUBMISSION_KEYS if isinstance(fm.get(k), str)), None)
+        if value is None:
+            return None, "its frontmatter names no submission (`artifacts:` or `submission:`)"
+        value = value.strip()
+        own = self.settings.scratch_bucket(author)
+        try:
+            if value.startswith("hf://"):
+                source = self.hub.parse_source(value)
+                if source.agent_id != author:
+                    return None, f"{value} is not in your own scratch bucket {own}"
+                bucket, path = source.bucket, source.path
+            elif value.startswith("artifacts/"):
+                parts = naming.validate_components(value.strip("/"))
+                if len(parts) < 2 or not parts[1].endswith(f"_{author}"):
+                    return None, f"{value} is not one of your artifacts/{{slug}}_{author}/ folders"
+                bucket, path = self.settings.central_bucket, value
+            else:
+                naming.validate_components(value.strip("/"))
+                bucket, path = own, value
+        except InvalidPath as exc:
+            return None, f"{value!r} is not a valid path ({exc.message})"
+        prefix = path.strip("/") + "/"
+        status = read_status(self.hub, bucket, prefix)
+        if status is not None:
+            # A job run folder: follow job_status.json back to the submission it ran.
+            if status.get("submission_bucket") != own or not status.get("submission_prefix"):
+                return None, f"the job run {value} did not run a submission of yours"
+            bucket, prefix = own, str(status["submission_prefix"])
+        files = [e for e in self.hub.store.list(bucket, prefix) if not e.path.endswith(STATUS_FILE)]
+        if not files:
+            return None, f"hf://buckets/{bucket}/{prefix} has no files"
+        return Located(bucket, prefix), ""
+
+    # -- verdict ----------------------------------------------------------------------------
+    def index_fresh(self) -> dict[str, str] | None:
+        """The index as stored now (not the TTL'd copy); None if unreadable."""
+        try:
+            data = self.hub.store.read(self.hub.central, VERIFICATION_INDEX)
+        except StorageUnavailable:
+            return None
+        if data is None:
+            return {}
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        return {str(k): str(v) for k, v in parsed.items()}
+
+    def commit(self, filename: str, ledger: dict[str, Any]) -> str:
+        """Compare-and-set the verdict into the index, then announce it (each at most once)."""
+        verdict = str(ledger["verdict"])
+        if ledger.get("state") == "deferred":
+            return "deferred to a human verdict"
+        with self._index_lock:
+            index = self.index_fresh()
+            if index is None:
+                log.error("verification index unreadable; %s stays pending for now", filename)
+                return "index unreadable"
+            current = index.get(filename, "pending")
+            if current != "pending" and current != ledger.get("written"):
+                ledger = {**ledger, "state": "deferred", "human_verdict": current}
+                self.save_ledger(filename, ledger)
+                return "deferred to a human verdict"
+            if ledger.get("written") != verdict:
+                ledger = {**ledger, "written": verdict}
+                self.save_ledger(filename, ledger)  # intent first: see the module docstring
+            if current != verdict:
+                index[filename] = verdict
+                body = json.dumps(index, indent=2, sort_keys=True).encode()
+                self.hub.write_central([(VERIFICATION_INDEX, body)])
+        if not ledger.get("announced"):
+            author = naming.parse_stamped_filename(filename)
+            assert author is not None
+            self._announce_verdict(filename, author[1], verdict, ledger)
+            self.save_ledger(filename, {**ledger, "announced": True})
+        return verdict
+
+    # -- the board --------------------------------------------------------------------------
+    def _announce_verdict(
+        self, filename: str, author: str, verdict: str, details: Mapping[str, Any]
+    ) -> None:
+        field = self.settings.score_field
+        body = (
+            f"@{author} your result `{filename}` was re-run on the private eval set: "
+            f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
+            f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
+            f"tolerance {details.get('tolerance')})"
+        )
+        if details.get("guard_field"):
+            body += (
+                f"; guard {details['guard_field']}: {details.get('guard')} "
+                f"(cap {details.get('guard_cap')})"
+            )
+        self.announce(body + ".\n", refs=[naming.result_path(filename)], kind="verification")
+
+    def nudge(self, filename: str, author: str, problem: str) -> None:
+        s = self.settings
+        body = (
+            f"@{author} your result `{filename}` cannot be verified: {problem}. Name the "
+            "folder that holds your runnable submission in the result's frontmatter, e.g. "
+            f"`artifacts: hf://buckets/{s.scratch_bucket(author)}/submission/` (or an "
+            f"`artifacts/{{slug}}_{author}/` folder made by POST /v1/artifacts:sync, or the "
+            "run folder of a POST /v1/jobs:run), then promote the result again.\n"
+        )
+        self.announce(body, refs=[naming.result_path(filename)], kind="verification")
+
+    def announce(self, body: str, *, refs: list[str], kind: str) -> str:
+        """Post `body` on the board as VERIFIER_AGENT (`via: server`) with inbox fan-out."""
+        hub = self.hub
+        agent = self.settings.verifier_agent
+        entries = hub.read_model.entries(naming.MESSAGE_BOARD)
+        stamp_value = hub.stamps.issue(
+            agent,
+            taken=lambda s: f"{naming.MESSAGE_BOARD}{naming.message_filename(s, agent)}" in entries,
+        )
+        filename = naming.message_filename(stamp_value, agent)
+        fm = {
+            "agent": agent,
+            "timestamp": naming.stamp_to_iso(stamp_value),
+            "via": "server",
+            "type": kind,
+            "refs": refs,
+        }
+        data = frontmatter.render(fm, body)
+        recipients = mentions.recipients(
+            author=agent,
+            body=body,
+            refs=refs,
+            is_registered=lambda handle: is_registered(hub, handle),
+            cap=self.settings.mention_fanout_cap,
+        )
+        board_path = f"{naming.MESSAGE_BOARD}{filename}"
+        hub.write_central(
+            [*((naming.inbox_path(h, filename), data) for h in recipients), (board_path, data)]
+        )
+        hub.audit.record(
+            agent_id=agent,
+            route="verifier",
+            via="server",
+            source=None,
+            target_path=board_path,
+            size=len(data),
+            status_code=201,
+            mentions_delivered=recipients,
+        )
+        if hub.notifier is not None and recipients:
+            hub.notifier.wake([f"inbox:{h}" for h in recipients])
+        self.announced += 1
+        return filename
+
+    def _now(self) -> str:
+        return self.hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def record(
+        self, filename: str, ledger: dict[str, Any], summary: Mapping[str, Any] | None
+    ) -> str:
+        """Decide `filename` from a re-run's `summary` and write the verdict (ledger first)."""
+        record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+        reported = score_of(record.frontmatter, self.settings.score_field) if record else None
+        if reported is None or summary is None:
+            self.save_ledger(
+                filename, {**ledger, "state": "undecidable", "reason": "no summary.json or score"}
+            )
+            return "undecidable"
+        verdict, details = verdict_for(
+            reported,
+            summary,
+            score_field=self.settings.score_field,
+            tolerance=self.settings.verifier_score_tol,
+            guard_field=self.settings.verifier_guard_field,
+            guard_cap=self.settings.verifier_guard_cap,
+        )
+        if verdict is None:
+            self.save_ledger(filename, {**ledger, "state": "undecidable", **details})
+            return "undecidable"
+        ledger = {
+            **ledger,
+            "state": "decided",
+            "verdict": verdict,
+            "written": None,
+            "announced": False,
+            **details,
+        }
+        self.save_ledger(filename, ledger)
+        return self.commit(filename, ledger)
+
+
+class Verifier(VerdictBook):
+    """`verification.mode: jobs`: re-run champions as private jobs, then record verdicts."""
+
+    def __init__(self, hub: Hub, jobs: JobsService) -> None:
+        super().__init__(hub)
+        self.jobs = jobs
+        self._lock = threading.Lock()
+        self._considering: set[str] = set()
+        self.launched = 0
+
+    def run_prefix(self, filename: str) -> str:
+        return f"{self.settings.verification_runs_prefix}{filename}/"
+
+    # -- trigger ----------------------------------------------------------------------------
+    def consider_async(self, filename: str) -> None:
+        """Best effort, off the request thread: `POST /v1/results` never waits or fails."""
+        threading.Thread(
+            target=self._consider_logged, args=(filename,), name=f"verify-{filename}", daemon=True
+        ).start()
+
+    def _consider_logged(self, filename: str) -> None:
+        try:
+            self.consider(filename)
+        except Exception:
+            log.exception("verifier could not consider %s", filename)
+
+    def consider(self, filename: str) -> str:
+        """Decide whether `filename` needs a re-run and launch it; returns what happened."""
+        with self._lock:
+            if filename in self._considering:
+                return "in flight"
+            self._considering.add(filename)
+        try:
+            return self._consider(filename)
+        finally:
+            with self._lock:
+                self._considering.discard(filename)
+
+    def _consider(self, filename: str) -> str:
+        hub = self.hub
+        record = hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+        if record is None:
+            return "no such result"
+        fm = record.frontmatter
+        score = score_of(fm, self.settings.score_field)
+        if fm.get("status") != "agent-run" or score is None:
+            return "not eligible"
+        index = self.index_fresh()
+        if index is None:
+            return "index unreadable"
+        if index.get(filename, "pending") != "pending":
+            return "already decided"
+        if self.ledger(filename) is not None:
+            return "already handled"
+        champion = self.champion_score(index)
+        if champion is not None and not self._beats(score, champion):
+            return "not a champion"
+        author = naming.parse_stamped_filename(filename)
+        assert author is not None
+        located, problem = self.locate(author[1], fm)
+        if located is None:
+            self.nudge(filename, author[1], problem)
+            self.save_ledger(filename, {"state": "unlocatable", "problem": problem})
+            return "unlocatable"
+        return self._launch(filename, author[1], score, located)
+
+    def _beats(self, score: float, champion: float) -> bool:
+        return score > champion if self.settings.score_order == "desc" else score < champion
+
+    def _launch(self, filename: str, author: str, reported: float, located: Located) -> str:
+        s = self.settings
+        run_prefix = self.run_prefix(filename)
+        spec = self.jobs.spec(
+            [
+                Mount(located.bucket, located.prefix, "/submission", read_only=True),
+                Mount(s.audit_bucket, s.private_dataset_prefix, "/private", read_only=True),
+                Mount(s.audit_bucket, run_prefix, "/state", read_only=False),
+            ],
+            private=True,
+            labels={"collab": s.collab_slug, "agent": author, "kind": "verifier"},
+        )
+        pending = RunRecord(
+            job_id="",
+            job_url="",
+            kind="verifier",
+            agent_id=author,
+            submission_bucket=located.bucket,
+            submission_prefix=located.prefix,
+            status_bucket=s.audit_bucket,
+            run_prefix=run_prefix,
+            launched_at=self._now(),
+            timeout_s=spec.timeout_s,
+            extra={"result": filename, "reported": reported},
+        )
+        try:
+            self.jobs.check_harness()
+            record = self.jobs.launch_run(pending, spec)
+        except BucketSyncError as exc:
+            log.error("verification run for %s not launched: %s", filename, exc.message)
+            self.save_ledger(filename, {"state": "failed", "message": exc.message})
+            return "launch failed"
+        self.save_ledger(
+            filename,
+            {
+                "state": "running",
+                "job_id": record.job_id,
+                "job_url": record.job_url,
+                "reported": reported,
+                "run_prefix": run_prefix,
+                "launched_at": record.launched_at,
+            },
+        )
+        self.launched += 1
+        self.jobs.watch(record, on_done=self.on_run_done)
+        return "launched"
+
+    # -- verdict ----------------------------------------------------------------------------
+    def on_run_done(self, outcome: Outcome) -> None:
+        filename = str(outcome.record.extra.get("result"))
+        self.decide(filename, outcome.state)
+
+    def decide(self, filename: str, state: JobState) -> str:
+        ledger = self.ledger(filename) or {}
+        if ledger.get("state") in ("decided", "deferred"):
+            return self.commit(filename, ledger)
+        if state.stage != COMPLETED:
+            self.save_ledger(
+                filename,
+                {**ledger, "state": "failed", "stage": state.stage, "message": state.message},
+            )
+            return "job failed"
+        return self.record(filename, ledger, self._summary(filename))
+
+    def _summary(self, filename: str) -> dict[str, Any] | None:
+        data = self.hub.store.read(
+            self.settings.audit_bucket, f"{self.run_prefix(filename)}{SUMMARY_FILE}"
+        )
+        try:
+            parsed = json.loads(data) if data is not None else None
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+    # -- offline healing --------------------------------------------------------------------
+    def reconcile(self) -> ReconcileReport:
+        """Finish runs that ended without a recorded verdict (idempotent)."""
+        report = ReconcileReport()
+        audit = self.settings.audit_bucket
+        for entry in self.hub.store.list(audit, LEDGER_PREFIX):
+            if not entry.path.endswith("/verdict.json"):
+                continue
+            filename = entry.path[len(LEDGER_PREFIX) :].rsplit("/", 1)[0]
+            if naming.parse_stamped_filename(filename) is None:
+                continue
+            report.examined += 1
+            ledger = self.ledger(filename) or {}
+            state = ledger.get("state")
+            if state == "running":
+                status = read_status(self.hub, audit, self.run_prefix(filename))
+                if status is None or not status.get("job_id"):
+                    report.skipped += 1
+                    continue
+                try:
+                    job_state = self.jobs.runner.inspect(str(status["job_id"]))
+                except JobRunnerUnavailable:
+                    report.skipped += 1
+                    continue
+                if not job_state.terminal:
+                    report.still_running += 1
+                    continue
+                self.jobs.finish(record_from_status(status), job_state)
+                self.decide(filename, job_state)
+                report.recorded += 1
+            elif state == "decided" and not (
+                ledger.get("written") == ledger.get("verdict") and ledger.get("announced")
+            ):
+                self.commit(filename, ledger)
+                report.healed += 1
+            else:
+                report.skipped += 1
+        return report
