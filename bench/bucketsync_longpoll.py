@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from agenthub.bucketsync.core import frontmatter, naming
-from agenthub.bucketsync.identity.base import add_user
+from agenthub.bucketsync.identity.local import add_user
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 

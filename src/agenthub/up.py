@@ -29,7 +29,7 @@ from typing import Any
 import uvicorn
 
 from agenthub.bucketsync.errors import Unauthorized
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 
 TOKEN_FILE = "operator-token"
 BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"

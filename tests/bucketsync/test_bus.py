@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.cli import app as cli_app
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
@@ -177,7 +177,7 @@ def _contend(make: Any) -> None:
 def test_bs_13_33_the_quota_lock_is_exclusive_across_workers() -> None:
     import redis
 
-    from agenthub.bucketsync.core.locks import RedisLocks
+    from agenthub.bucketsync.scaleout.state import RedisLocks
 
     url = require_redis()
     prefix = unique_prefix()

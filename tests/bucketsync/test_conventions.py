@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.errors import InvalidPath
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings, message

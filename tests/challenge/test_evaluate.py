@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, load_evaluator

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import load_settings
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore

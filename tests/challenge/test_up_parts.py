@@ -15,7 +15,7 @@ from agenthub.bucketsync.agentside.mcp import (
     McpConfigError,
     ToolFailure,
 )
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.up import bucketsync_tokens
 
 

@@ -17,7 +17,8 @@ from agenthub.bucketsync.core.notify import Notifier
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
-from agenthub.bucketsync.identity.base import Identity, LocalIdentity
+from agenthub.bucketsync.identity.base import Identity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import build_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
@@ -138,8 +139,12 @@ def share_state_through(hub: Hub, bus: RedisBus) -> None:
     from limits.storage import RedisStorage
 
     from agenthub.bucketsync.core.hub import Limiters
-    from agenthub.bucketsync.core.locks import RedisLocks
-    from agenthub.bucketsync.scaleout.state import RedisDedup, RedisLimiter, RedisStampClaims
+    from agenthub.bucketsync.scaleout.state import (
+        RedisDedup,
+        RedisLimiter,
+        RedisLocks,
+        RedisStampClaims,
+    )
 
     prefix = hub.settings.bus_key_prefix
     storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")

@@ -99,7 +99,7 @@ def users_add(
 ) -> None:
     """Create a user in the org and print the new token alone on stdout."""
     from agenthub.bucketsync.errors import BucketSyncError
-    from agenthub.bucketsync.identity.base import add_user
+    from agenthub.bucketsync.identity.local import add_user
     from agenthub.bucketsync.settings import DataDirSettings
 
     data_dir = DataDirSettings().data_dir

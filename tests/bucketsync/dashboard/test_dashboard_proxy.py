@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.app import create_dashboard_app
-from agenthub.bucketsync.identity.base import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from tests.bucketsync.conftest import ORG, World, make_settings

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from agenthub.bucketsync.core.locks import RedisLocks
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, RateLimited
+from agenthub.bucketsync.scaleout.state import RedisLocks
 from agenthub.bucketsync.scoring.quota import JobQuota, NamedQuotaLock, QuotaLedger
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock

@@ -1,24 +1,21 @@
 """Named mutual-exclusion locks for check→act→record sequences that must not interleave
-(the seed §4 job-quota sequence). In-process by default; with the Redis bus they are Redis
-locks, so the sequence is serialized across workers too. Failing to get the lock in time is
-a retryable 503 — never a silent run without it.
+(the seed §4 job-quota sequence). In-process by default (`LocalLocks`); with the Redis bus
+they are Redis locks (`scaleout.state.RedisLocks`), so the sequence is serialized across
+workers too. Failing to get the lock in time is a retryable 503 — never a silent run
+without it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
-import redis
-from redis.exceptions import LockError
-
 from agenthub.bucketsync.errors import StorageUnavailable
 
 
-def _busy(name: str) -> StorageUnavailable:
+def busy(name: str) -> StorageUnavailable:
     return StorageUnavailable(
         f"the {name} lock is busy; nothing was done", hint="retry in a few seconds"
     )
@@ -40,37 +37,8 @@ class LocalLocks:
         with self._guard:
             lock = self._locks.setdefault(name, threading.Lock())
         if not lock.acquire(timeout=wait_s):
-            raise _busy(name)
+            raise busy(name)
         try:
             yield
         finally:
             lock.release()
-
-
-class RedisLocks:
-    """Redis locks with a lease (`lease_s`), so a crashed worker cannot hold one forever."""
-
-    def __init__(self, client: redis.Redis, prefix: str, *, lease_s: float = 120.0) -> None:
-        self._client = client
-        self._prefix = f"{prefix}lock:"
-        self._lease_s = lease_s
-
-    @contextmanager
-    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
-        lock = self._client.lock(
-            self._prefix + name, timeout=self._lease_s, blocking_timeout=wait_s
-        )
-        try:
-            acquired = lock.acquire()
-        except redis.RedisError as exc:
-            raise StorageUnavailable(
-                f"the lock store (Redis) is unavailable: {exc}", hint="retry in a few seconds"
-            ) from exc
-        if not acquired:
-            raise _busy(name)
-        try:
-            yield
-        finally:
-            # LockError: the lease expired first and the next holder already owns it.
-            with contextlib.suppress(LockError):
-                lock.release()

@@ -1,5 +1,5 @@
 """Redis adapters for the state that must hold across workers: the rate limiters (through
-`limits`' Redis storage, moving windows) and the promoted-hash dedup. Both fail closed
+`limits`' Redis storage, moving windows) the promoted-hash dedup, the stamp claims and the named locks. All fail closed
 (503) when Redis is unreachable: a limit that silently stops holding is worse than a retry.
 """
 
@@ -15,9 +15,11 @@ from limits import RateLimitItemPerSecond
 from limits.errors import StorageError
 from limits.storage import RedisStorage
 from limits.strategies import MovingWindowRateLimiter
+from redis.exceptions import LockError
 
 from agenthub.bucketsync.core.dedup import PromotionDedup
 from agenthub.bucketsync.core.limiter import Rate
+from agenthub.bucketsync.core.locks import busy
 from agenthub.bucketsync.errors import AlreadyPromoted, RateLimited, StorageUnavailable
 
 # A promotion in flight holds its key this long at most (a crashed worker frees it).
@@ -128,3 +130,32 @@ class RedisStampClaims:
             )
         except redis.RedisError as exc:
             raise _unavailable(exc) from exc
+
+
+class RedisLocks:
+    """Redis locks with a lease (`lease_s`), so a crashed worker cannot hold one forever."""
+
+    def __init__(self, client: redis.Redis, prefix: str, *, lease_s: float = 120.0) -> None:
+        self._client = client
+        self._prefix = f"{prefix}lock:"
+        self._lease_s = lease_s
+
+    @contextmanager
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
+        lock = self._client.lock(
+            self._prefix + name, timeout=self._lease_s, blocking_timeout=wait_s
+        )
+        try:
+            acquired = lock.acquire()
+        except redis.RedisError as exc:
+            raise StorageUnavailable(
+                f"the lock store (Redis) is unavailable: {exc}", hint="retry in a few seconds"
+            ) from exc
+        if not acquired:
+            raise busy(name)
+        try:
+            yield
+        finally:
+            # LockError: the lease expired first and the next holder already owns it.
+            with contextlib.suppress(LockError):
+                lock.release()
