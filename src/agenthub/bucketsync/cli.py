@@ -154,9 +154,7 @@ app.add_typer(verify_app, name="verify")
 def verify_reconcile() -> None:
     """Record verdicts of verification runs that ended while nobody watched, and finish the
     status files of agent runs likewise (idempotent, safe to schedule)."""
-    from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.core.hub import build_hub
-    from agenthub.bucketsync.scoring.assembly import build_scoring
+    from agenthub.bucketsync.app import build_hub, build_scoring, default_adapters
     from agenthub.clock import SystemClock
 
     settings = _settings()
@@ -190,8 +188,7 @@ def challenge_install(
 ) -> None:
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
-    from agenthub.bucketsync.app import default_adapters, prepare_buckets
-    from agenthub.bucketsync.core.hub import build_hub
+    from agenthub.bucketsync.app import build_hub, default_adapters, prepare_buckets
     from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 

@@ -39,13 +39,13 @@ def init(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if target == "local":
-        from agenthub.bucketsync.storage.local import LocalBucketStore
+        from agenthub.bucketsync.app import local_store
 
-        store: BucketStore = LocalBucketStore(data_dir)
+        store: BucketStore = local_store(data_dir)
     elif target == "hf":
-        from agenthub.bucketsync.storage.hf import HfBucketStore
+        from agenthub.bucketsync.app import hf_store
 
-        store = HfBucketStore(token=os.environ.get("HF_TOKEN"))
+        store = hf_store(os.environ.get("HF_TOKEN"))
     else:
         typer.echo(f"error: --target must be local or hf, not {target!r}", err=True)
         raise typer.Exit(2)
@@ -86,8 +86,7 @@ def evaluate(
     """eval-space mode: score pending results on the private eval set and record verdicts
     (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
     in the verification index are never overwritten."""
-    from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.core.hub import build_hub
+    from agenthub.bucketsync.app import build_hub, default_adapters
     from agenthub.bucketsync.settings import SettingsError, load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock

@@ -31,7 +31,7 @@ from agenthub.bucketsync.results.leaderboard import score_of
 from agenthub.bucketsync.scoring.jobs import STATUS_FILE
 from agenthub.bucketsync.scoring.verifier import Located, VerdictBook
 
-log = logging.getLogger("agenthub.challenge.evaluate")
+log = logging.getLogger(__name__)
 
 Evaluate = Callable[[Path, Path], Mapping[str, Any]]
 # Ledger states after which a pass leaves a result alone (a human or a new promotion decides).

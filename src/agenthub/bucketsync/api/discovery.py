@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.notify import InProcessNotifier
+from agenthub.bucketsync.core.notify import NotifierHealth
 from agenthub.bucketsync.settings import BucketSyncSettings
 
 ENDPOINTS = [
@@ -199,7 +199,7 @@ def _jobs(s: BucketSyncSettings) -> dict[str, Any]:
 
 
 def health(hub: Hub) -> dict[str, Any]:
-    notifier = hub.notifier
+    notifier = hub.notifier.health() if hub.notifier is not None else NotifierHealth()
     return {
         "status": "ok",
         "audit": {
@@ -214,13 +214,7 @@ def health(hub: Hub) -> dict[str, Any]:
             "content_bytes": hub.read_model.content.total_bytes,
         },
         "writes": {"repairs_pending": hub.repairs_pending},
-        "wakes": notifier.wakes if isinstance(notifier, InProcessNotifier) else None,
+        "wakes": notifier.wakes,
         "longpoll": hub.longpoll.registry.stats() if hub.longpoll is not None else None,
-        "bus": _bus_stats(hub),
+        "bus": notifier.bus,
     }
-
-
-def _bus_stats(hub: Hub) -> dict[str, int] | None:
-    from agenthub.bucketsync.scaleout.bus import RedisBus
-
-    return hub.notifier.stats() if isinstance(hub.notifier, RedisBus) else None

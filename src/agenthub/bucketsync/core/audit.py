@@ -15,7 +15,7 @@ from typing import Any
 from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.clock import Clock
 
-log = logging.getLogger("agenthub.bucketsync.core.audit")
+log = logging.getLogger(__name__)
 
 
 class AuditLog:

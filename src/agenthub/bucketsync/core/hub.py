@@ -1,4 +1,6 @@
-"""`Hub`: the wiring every service module shares (settings, ports, caches, limiters)."""
+"""`Hub`: the wiring every service module shares (settings, ports, caches, limiters).
+
+`app.build_hub` is the one place a Hub is built, with every field chosen up front."""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agenthub.bucketsync.core.audit import AuditLog
-from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
+from agenthub.bucketsync.core.dedup import DedupClaims
 from agenthub.bucketsync.core.limiter import CompoundLimiter, Rate, RateLimiter
-from agenthub.bucketsync.core.locks import LocalLocks, Locks
+from agenthub.bucketsync.core.locks import Locks
 from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.naming import SourceRef, parse_source
-from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
+from agenthub.bucketsync.core.notify import Notifier
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
@@ -22,7 +24,7 @@ from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry
 from agenthub.clock import Clock
 
-log = logging.getLogger("agenthub.bucketsync")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,15 +68,15 @@ class Hub:
     limiters: Limiters
     dedup: DedupClaims
     stamps: StampIssuer
-    notifier: Notifier | None = field(default_factory=InProcessNotifier)
-    repairs_pending: int = 0
-    # Called with each promoted result's filename after its write (the verifier's trigger);
-    # listeners must return at once and never raise.
-    result_listeners: list[Callable[[str], None]] = field(default_factory=list)
-    longpoll: LongPoll | None = None
-    locks: Locks = field(default_factory=LocalLocks)  # e.g. the job-quota sequence
+    notifier: Notifier | None
+    longpoll: LongPoll | None  # None offline (CLI passes): nobody parks there
+    locks: Locks  # e.g. the job-quota sequence
     # Told which read-model folders a write touched (the Redis bus tells other workers).
-    folder_listeners: list[Callable[[frozenset[str]], None]] = field(default_factory=list)
+    folder_listeners: list[Callable[[frozenset[str]], None]]
+    # Called with each promoted result's filename after its write (the verifier's trigger,
+    # subscribed when scoring is assembled); listeners must return at once and never raise.
+    result_listeners: list[Callable[[str], None]] = field(default_factory=list)
+    repairs_pending: int = 0
 
     @property
     def central(self) -> str:
@@ -141,31 +143,3 @@ class Hub:
         if folders:
             for listener in self.folder_listeners:
                 listener(frozenset(folders))
-
-
-def build_hub(
-    settings: BucketSyncSettings,
-    store: BucketStore,
-    identity: Identity,
-    clock: Clock,
-    *,
-    notifier: Notifier | None = None,
-) -> Hub:
-    return Hub(
-        settings=settings,
-        store=store,
-        identity=identity,
-        clock=clock,
-        read_model=ReadModel(
-            store,
-            settings.central_bucket,
-            clock,
-            ttl_s=settings.listing_ttl_s,
-            content_cache_max_bytes=settings.content_cache_max_bytes,
-        ),
-        audit=AuditLog(store, settings.audit_bucket, clock, two_org=settings.audit_two_org),
-        limiters=Limiters.standard(clock),
-        dedup=PromotionDedup(settings.dedup_lru_size),
-        stamps=StampIssuer(clock),
-        notifier=notifier if notifier is not None else InProcessNotifier(),
-    )

@@ -1,7 +1,8 @@
 """The `Notifier` port: the write path announces each committed write here, after every
 write-through (so a woken waiter's re-check sees the record it was woken for).
 
-Two adapters: `InProcessNotifier` (default; one worker) and `bus.RedisBus` (many workers).
+Two adapters: `InProcessNotifier` (default; one worker) and `scaleout.bus.RedisBus` (many
+workers).
 Listeners — the long-poll registry — subscribe to either. Wake keys are `inbox:{handle}`,
 `channel:{name}`, or `longpoll.WAKE_ALL` for a broadcast.
 """
@@ -10,7 +11,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(frozen=True)
+class NotifierHealth:
+    """What `/v1/healthz` shows of a notifier: the in-process wake count (one worker) or
+    the bus counters (many workers)."""
+
+    wakes: int | None = None
+    bus: dict[str, int] | None = None
 
 
 class Notifier(Protocol):
@@ -20,6 +31,10 @@ class Notifier(Protocol):
 
     def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
         """Call `listener(keys)` for every wake (from any thread)."""
+        ...
+
+    def health(self) -> NotifierHealth:
+        """Counters for `/v1/healthz`."""
         ...
 
 
@@ -32,6 +47,9 @@ class InProcessNotifier:
     def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
         with self._lock:
             self._listeners.append(listener)
+
+    def health(self) -> NotifierHealth:
+        return NotifierHealth(wakes=self.wakes)
 
     def wake(self, keys: Iterable[str]) -> None:
         batch = frozenset(keys)

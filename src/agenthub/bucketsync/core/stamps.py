@@ -11,12 +11,14 @@ from agenthub.clock import Clock
 
 
 class StampIssuer:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(
+        self, clock: Clock, *, shared_claim: Callable[[str, str], bool] | None = None
+    ) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._last_ms: dict[str, int] = {}
         # With several workers: claim (author, stamp) in a shared store; False = taken.
-        self.shared_claim: Callable[[str, str], bool] | None = None
+        self.shared_claim = shared_claim
 
     def issue(self, author: str, *, taken: Callable[[str], bool] = lambda _s: False) -> str:
         """A stamp for `author` later than any this process issued to them, skipping stamps

@@ -31,3 +31,11 @@ class Identity(Protocol):
         """`user`'s role in `org` looked up with the service's admin token; None if not a
         member. Raises `StorageUnavailable` when the lookup itself fails."""
         ...
+
+
+class UserAdmin(Identity, Protocol):
+    """An Identity that also issues tokens (local mode's token file)."""
+
+    def add_user(self, name: str, *, role: str, email: str | None = None) -> str:
+        """Create (or re-key) a user and return the new token."""
+        ...

@@ -14,7 +14,7 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound, SourceNotFound
 
-log = logging.getLogger("agenthub.bucketsync.results.write")
+log = logging.getLogger(__name__)
 
 RESULT_STATUSES = ("agent-run", "negative")
 VERIFICATION_INDEX = f"{naming.RESULTS}verification_status.json"

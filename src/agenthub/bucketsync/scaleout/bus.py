@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable
 import redis
 import redis.asyncio as aioredis
 
-from agenthub.bucketsync.core.notify import InProcessNotifier
+from agenthub.bucketsync.core.notify import InProcessNotifier, NotifierHealth
 from agenthub.bucketsync.errors import StorageUnavailable
 
-log = logging.getLogger("agenthub.bucketsync.scaleout.bus")
+log = logging.getLogger(__name__)
 
 Listener = Callable[[frozenset[str]], None]
 
@@ -142,6 +142,9 @@ class RedisBus:
         keys = frozenset(str(k) for k in event.get("keys") or ())
         if keys:
             self._local.deliver(keys)
+
+    def health(self) -> NotifierHealth:
+        return NotifierHealth(bus=self.stats())
 
     def stats(self) -> dict[str, int]:
         return {

@@ -1,5 +1,6 @@
-"""Assembling the scoring loop from settings: the JobRunner adapter, the quota lock and
-ledger, the jobs service and (when enabled) the verifier hooked onto result promotion."""
+"""Assembling the scoring loop from settings and a JobRunner (chosen in `app.py`): the
+quota lock and ledger, the jobs service and (when enabled) the verifier hooked onto result
+promotion."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from agenthub.bucketsync.scoring.quota import (
     QuotaLock,
 )
 from agenthub.bucketsync.scoring.verifier import Verifier
-from agenthub.bucketsync.settings import BucketSyncSettings
 
-log = logging.getLogger("agenthub.bucketsync.scoring.assembly")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,25 +30,15 @@ class Scoring:
         self.jobs.shutdown()
 
 
-def default_runner(settings: BucketSyncSettings) -> JobRunner:
-    if settings.runner_kind == "hf":
-        from agenthub.bucketsync.runners.hf import HfJobRunner
-
-        return HfJobRunner(token=settings.hf_token, namespace=settings.jobs_namespace)
-    from agenthub.bucketsync.runners.local import LocalJobRunner
-
-    return LocalJobRunner(settings.data_dir)
-
-
 def default_quota_lock(hub: Hub) -> QuotaLock:
     """The hub's named `job-quota` lock: Redis once the bus shares state, else in-process."""
     return NamedQuotaLock(lambda: hub.locks)
 
 
-def build_scoring(
+def assemble_scoring(
     hub: Hub,
+    runner: JobRunner,
     *,
-    runner: JobRunner | None = None,
     quota_lock: QuotaLock | None = None,
     listen: bool = True,
 ) -> Scoring:
@@ -62,7 +52,7 @@ def build_scoring(
         per_agent=s.job_per_agent_per_day,
         per_user=s.job_per_user_per_day,
     )
-    jobs = JobsService(hub, runner or default_runner(s), quota)
+    jobs = JobsService(hub, runner, quota)
     verifier = Verifier(hub, jobs) if s.verifier_enabled else None
     if verifier is not None and not s.audit_two_org:
         # Seed §8: participants can read a single-org audit bucket, eval set included.

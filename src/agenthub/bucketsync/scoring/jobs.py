@@ -43,7 +43,7 @@ from agenthub.bucketsync.runners.base import (
 from agenthub.bucketsync.scoring.quota import JobQuota
 from agenthub.bucketsync.storage.base import Batch
 
-log = logging.getLogger("agenthub.bucketsync.scoring.jobs")
+log = logging.getLogger(__name__)
 
 STATUS_FILE = "job_status.json"
 LOGS_FILE = "job_logs.txt"

@@ -30,7 +30,7 @@ from agenthub.bucketsync.errors import (
 from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.clock import Clock
 
-log = logging.getLogger("agenthub.bucketsync.scoring.quota")
+log = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=24)
 T = TypeVar("T")

@@ -47,7 +47,7 @@ from agenthub.bucketsync.scoring.jobs import (
 )
 from agenthub.bucketsync.storage.base import Batch
 
-log = logging.getLogger("agenthub.bucketsync.scoring.verifier")
+log = logging.getLogger(__name__)
 
 LEDGER_PREFIX = "verification_ledger/"
 SUBMISSION_KEYS = ("artifacts", "submission")
