@@ -32,7 +32,7 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
+from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
@@ -262,8 +262,6 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
-    from agenthub.bucketsync.settings import load_settings
-
     return create_app(load_settings())
 
 

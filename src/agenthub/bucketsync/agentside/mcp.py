@@ -248,6 +248,8 @@ def _error_text(response: httpx.Response) -> str:
 
 def build_server(session: AgentSession) -> Any:
     """The FastMCP server whose tools call `session` off the event loop."""
+    # Lazy vendor import: the MCP SDK loads only for `agenthub bucketsync mcp`, not for the
+    # watch client that shares this package.
     import anyio
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError

@@ -11,6 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import huggingface_hub
+from huggingface_hub import constants, get_session
+from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils._headers import build_hf_headers
 
 from agenthub.bucketsync.errors import StorageUnavailable, Unauthorized
 from agenthub.bucketsync.identity.base import Caller
@@ -21,9 +25,6 @@ EmailLookup = Callable[[str, str, str | None], list[dict[str, Any]]]
 
 def members_by_email(org: str, email: str, token: str | None) -> list[dict[str, Any]]:
     """`GET /api/organizations/{org}/members?email=…&limit=1` (not wrapped by the client)."""
-    from huggingface_hub import constants, get_session
-    from huggingface_hub.utils._headers import build_hf_headers
-
     response = get_session().get(
         f"{constants.ENDPOINT}/api/organizations/{org}/members",
         params={"email": email, "limit": 1},
@@ -44,13 +45,7 @@ class HfIdentity:
         clock: Clock | None = None,
         roles_ttl_s: float = 300.0,
     ) -> None:
-        if api is None:
-            import huggingface_hub
-
-            api = huggingface_hub
-        from huggingface_hub.errors import HfHubHTTPError
-
-        self._api = api
+        self._api = api if api is not None else huggingface_hub
         self._http_error = HfHubHTTPError
         self._token = admin_token
         self._email_lookup = email_lookup or members_by_email

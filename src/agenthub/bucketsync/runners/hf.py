@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import huggingface_hub
+from huggingface_hub.errors import HfHubHTTPError
 
 from agenthub.bucketsync.runners.base import (
     JobLaunchError,
@@ -20,21 +22,13 @@ from agenthub.bucketsync.runners.base import (
 )
 
 
-def _default_api() -> Any:
-    import huggingface_hub
-
-    return huggingface_hub
-
-
 class HfJobRunner:
     """`api` is the `huggingface_hub` module (or anything with the same Jobs functions)."""
 
     def __init__(self, *, token: str | None, namespace: str, api: Any = None) -> None:
         self._token = token
         self._namespace = namespace
-        self._api = api if api is not None else _default_api()
-        from huggingface_hub.errors import HfHubHTTPError
-
+        self._api = api if api is not None else huggingface_hub
         self._http_error: type[Exception] = HfHubHTTPError
 
     def _volumes(self, spec: JobSpec) -> list[Any]:

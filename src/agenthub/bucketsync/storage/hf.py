@@ -17,28 +17,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import huggingface_hub
+from huggingface_hub.errors import (
+    BucketBatchError,
+    BucketNotFoundError,
+    EntryNotFoundError,
+    HfHubHTTPError,
+)
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
 
 T = TypeVar("T")
-
-
-def _errors() -> tuple[type[Exception], type[Exception], type[Exception], type[Exception]]:
-    from huggingface_hub.errors import (
-        BucketBatchError,
-        BucketNotFoundError,
-        EntryNotFoundError,
-        HfHubHTTPError,
-    )
-
-    return BucketNotFoundError, EntryNotFoundError, BucketBatchError, HfHubHTTPError
-
-
-def _default_api() -> Any:
-    import huggingface_hub
-
-    return huggingface_hub
 
 
 class HfBucketStore:
@@ -47,8 +37,11 @@ class HfBucketStore:
     def __init__(self, *, token: str | None, api: Any = None) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
         self._token = token
-        self._api = api if api is not None else _default_api()
-        (self._not_found, self._entry_missing, self._batch_error, self._http_error) = _errors()
+        self._api = api if api is not None else huggingface_hub
+        self._not_found: type[Exception] = BucketNotFoundError
+        self._entry_missing: type[Exception] = EntryNotFoundError
+        self._batch_error: type[Exception] = BucketBatchError
+        self._http_error: type[Exception] = HfHubHTTPError
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:
