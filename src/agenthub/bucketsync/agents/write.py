@@ -9,6 +9,7 @@ from agenthub.bucketsync.core import frontmatter, listing, naming
 from agenthub.bucketsync.core.access import bearer_caller, registration, require_registered
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.sources import read_source
 from agenthub.bucketsync.errors import (
     AgentIdTaken,
     BucketMissing,
@@ -16,7 +17,6 @@ from agenthub.bucketsync.errors import (
     IdentityMismatch,
     InvalidPath,
     InvalidRequest,
-    SourceNotFound,
     StorageUnavailable,
 )
 
@@ -121,11 +121,7 @@ def register(
                 f"bio_source must be in your own scratch bucket {bucket}",
                 hint=f"hf buckets cp bio.md hf://buckets/{bucket}/bio.md",
             )
-        data = hub.store.read(source.bucket, source.path)
-        if data is None:
-            raise SourceNotFound(
-                f"{bio_source} does not exist", hint=f"hf buckets cp <local> {bio_source}"
-            )
+        data = read_source(hub, source, bio_source, hint=f"hf buckets cp <local> {bio_source}")
         bio = frontmatter.parse_strict(data).body
     if not all(isinstance(tool, str) for tool in tools):
         raise InvalidRequest("tools must be a list of strings")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,14 +15,16 @@ from agenthub.bucketsync.core.access import (
     require_registered,
 )
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.naming import SourceRef
 from agenthub.bucketsync.core.notify import wake_keys
+from agenthub.bucketsync.core.records import stamp_record
+from agenthub.bucketsync.core.sources import claim_source, read_source
 from agenthub.bucketsync.errors import (
     BodyOrSourceRequired,
     IdentityMismatch,
     InvalidRequest,
     NotOrganizer,
     PayloadTooLarge,
-    SourceNotFound,
 )
 
 
@@ -37,7 +40,7 @@ class MessageRequest:
 
 
 @dataclass(frozen=True)
-class _Draft:
+class Draft:
     author: str
     via: str
     client_fm: dict[str, Any]
@@ -80,25 +83,21 @@ def promote(
             else naming.channel_message_path(draft.channel, "")
         )
         with hub.dedup.claim(draft.source_bytes, folder) as written:
-            result = _write(hub, draft, caller_info)
+            result = publish(hub, draft, caller_info=caller_info)
             written.append(result["filename"])
             return result
-    return _write(hub, draft, caller_info)
+    return publish(hub, draft, caller_info=caller_info)
 
 
-def _from_source(hub: Hub, request: MessageRequest) -> _Draft:
+def _from_source(hub: Hub, request: MessageRequest) -> Draft:
     assert request.source is not None
-    source = hub.parse_source(request.source)
-    if request.broadcast:
-        raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
-    require_registered(hub, source.agent_id)
-    hub.limiters.source_writes.acquire(source.bucket)
-    data = hub.store.read(source.bucket, source.path)
-    if data is None:
-        raise SourceNotFound(
-            f"{request.source} does not exist",
-            hint=f"hf buckets cp <local file> {request.source}",
-        )
+
+    def refuse_broadcast(_source: SourceRef) -> None:
+        if request.broadcast:
+            raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
+
+    source = claim_source(hub, request.source, check=refuse_broadcast)
+    data = read_source(hub, source, request.source)
     if len(data) > hub.settings.max_source_bytes:
         raise PayloadTooLarge(
             f"the source is {len(data)} bytes; messages are limited to "
@@ -107,7 +106,7 @@ def _from_source(hub: Hub, request: MessageRequest) -> _Draft:
         )
     document = frontmatter.parse_strict(data)
     frontmatter.check_message_keys(document.frontmatter)
-    return _Draft(
+    return Draft(
         author=source.agent_id,
         via="bucket",
         client_fm=dict(document.frontmatter),
@@ -117,7 +116,7 @@ def _from_source(hub: Hub, request: MessageRequest) -> _Draft:
     )
 
 
-def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _Draft:
+def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> Draft:
     assert request.agent_id is not None and request.body is not None
     agent_id = request.agent_id
     if len(request.body.encode("utf-8")) > hub.settings.max_source_bytes:
@@ -147,7 +146,7 @@ def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _
             require_organizer(hub, caller.user, caller.email)
         hub.limiters.raw_messages.acquire(agent_id)
         client_fm.setdefault("type", "user")
-        return _Draft(
+        return Draft(
             agent_id, "dashboard", client_fm, request.body, None, None, broadcast=request.broadcast
         )
     naming.validate_agent_id(agent_id)
@@ -155,10 +154,21 @@ def _from_raw(hub: Hub, request: MessageRequest, authorization: str | None) -> _
         raise NotOrganizer("agents cannot broadcast", hint="drop broadcast: true")
     require_registered(hub, agent_id)
     hub.limiters.raw_messages.acquire(agent_id)
-    return _Draft(agent_id, "raw", client_fm, request.body, None, None)
+    return Draft(agent_id, "raw", client_fm, request.body, None, None)
 
 
-def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
+def publish(
+    hub: Hub,
+    draft: Draft,
+    *,
+    caller_info: CallerInfo,
+    route: str = "/v1/messages",
+    audit_fields: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """THE board post: stamp, inbox fan-out (or broadcast copy), the channel's auto-subscribe
+    marker, one batch with the board file last, the audit row and the wakes. Requests
+    (`promote`) and the server itself (the verifier, `route` names it) post through here. `audit_fields` replaces the
+    request's `broadcast`/`channel` columns of the audit row."""
     refs = mentions.normalize_refs(draft.client_fm.get("refs"))
     fm: dict[str, Any] = {
         key: value
@@ -171,25 +181,18 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
     entries = hub.read_model.entries(naming.MESSAGE_BOARD)
     channel_entries = hub.read_model.entries(channels.CHANNELS) if draft.channel is not None else {}
 
-    def taken(s: str) -> bool:
-        name = naming.message_filename(s, draft.author)
+    def taken(name: str) -> bool:
         if draft.channel is not None:
             return naming.channel_message_path(draft.channel, name) in channel_entries
         return f"{naming.MESSAGE_BOARD}{name}" in entries
 
-    stamp_value = hub.stamps.issue(draft.author, taken=taken)
-    filename = naming.message_filename(stamp_value, draft.author)
-    stamped = {
-        "agent": draft.author,
-        "timestamp": naming.stamp_to_iso(stamp_value),
-        "via": draft.via,
-        **fm,
-    }
     if draft.broadcast:
-        stamped["broadcast"] = True
+        fm["broadcast"] = True
     if draft.channel is not None:
-        stamped["channel"] = draft.channel
-    data = frontmatter.render(stamped, draft.body)
+        fm["channel"] = draft.channel
+    filename, data = stamp_record(
+        hub, draft.author, via=draft.via, fields=fm, body=draft.body, taken=taken
+    )
     recipients = (
         []
         if draft.broadcast
@@ -227,8 +230,14 @@ def _write(hub: Hub, draft: _Draft, caller_info: CallerInfo) -> dict[str, Any]:
         size=len(data),
         status_code=201,
         mentions_delivered=recipients,
-        broadcast=draft.broadcast,
-        **({"channel": draft.channel} if draft.channel is not None else {}),
+        **(
+            audit_fields
+            if audit_fields is not None
+            else {
+                "broadcast": draft.broadcast,
+                **({"channel": draft.channel} if draft.channel is not None else {}),
+            }
+        ),
         caller_ip=caller_info.ip,
         user_agent=caller_info.user_agent,
     )

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, naming
-from agenthub.bucketsync.core.access import bearer_caller, require_organizer, require_registered
+from agenthub.bucketsync.core.access import bearer_caller, require_organizer
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.records import stamp_record
+from agenthub.bucketsync.core.sources import claim_source, read_source
 from agenthub.bucketsync.errors import (
     BodyOrSourceRequired,
     ChannelExists,
@@ -25,7 +27,6 @@ from agenthub.bucketsync.errors import (
     InvalidPath,
     InvalidRequest,
     NotOrganizer,
-    SourceNotFound,
     Unauthorized,
 )
 from agenthub.bucketsync.storage.base import Batch, FileEntry
@@ -194,17 +195,13 @@ def create(
     readme = frontmatter.render(
         {"channel": name, "creator": agent_id, "created": now, "via": "dashboard"}, body
     )
-    stamp_value = hub.stamps.issue(agent_id)
-    announcement = naming.message_filename(stamp_value, agent_id)
     excerpt = " ".join(body.split())[:THEME_EXCERPT]
-    board = frontmatter.render(
-        {
-            "agent": agent_id,
-            "timestamp": naming.stamp_to_iso(stamp_value),
-            "via": "server",
-            "type": "note",
-        },
-        f"New channel #{name}: {excerpt}\n\n"
+    announcement, board = stamp_record(
+        hub,
+        agent_id,
+        via="server",
+        fields={"type": "note"},
+        body=f"New channel #{name}: {excerpt}\n\n"
         f"Read it: GET /v1/channels/{name} (messages: GET /v1/channels/{name}/messages).\n"
         f'Post: POST /v1/messages with "channel": "{name}" (posting subscribes you).\n'
         f"Follow: POST /v1/channels/{name}/subscribe with your source "
@@ -260,14 +257,13 @@ def _subscriber(
     """Subscriptions are durable state: agents prove bucket control with an existing
     source file; a bare agent_id is honoured only for `human-<name>` + Bearer."""
     if source is not None:
-        ref = hub.parse_source(source)
-        require_registered(hub, ref.agent_id)
-        hub.limiters.source_writes.acquire(ref.bucket)
-        if hub.store.read(ref.bucket, ref.path) is None:
-            raise SourceNotFound(
-                f"{source} does not exist",
-                hint=f"upload any small file there first: hf buckets cp <file> {source}",
-            )
+        ref = claim_source(hub, source)
+        read_source(
+            hub,
+            ref,
+            source,
+            hint=f"upload any small file there first: hf buckets cp <file> {source}",
+        )
         return ref.agent_id
     if agent_id is None:
         raise BodyOrSourceRequired(

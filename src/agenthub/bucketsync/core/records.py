@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from agenthub.bucketsync.core import listing, naming
+from agenthub.bucketsync.core import frontmatter, listing, naming
+from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.storage.base import FileEntry
 
@@ -37,3 +38,27 @@ def stamped_index(folder: str) -> Callable[[dict[str, FileEntry]], listing.Liste
         return listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
 
     return build
+
+
+def stamp_record(
+    hub: Hub,
+    author: str,
+    *,
+    via: str,
+    fields: Mapping[str, Any],
+    body: str,
+    taken: Callable[[str], bool] = lambda _filename: False,
+) -> tuple[str, bytes]:
+    """A new `{stamp}_{author}.md` record: the server's stamp (skipping filenames `taken`
+    reports as used) and `agent`/`timestamp`/`via` ahead of `fields`. Returns (filename,
+    rendered bytes); every stamped write — board, channel, result — is made here."""
+    stamp_value = hub.stamps.issue(
+        author, taken=lambda s: taken(naming.message_filename(s, author))
+    )
+    stamped = {
+        "agent": author,
+        "timestamp": naming.stamp_to_iso(stamp_value),
+        "via": via,
+        **fields,
+    }
+    return naming.message_filename(stamp_value, author), frontmatter.render(stamped, body)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from agenthub.bucketsync.core import naming
-from agenthub.bucketsync.core.access import require_registered
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.sources import claim_source
 from agenthub.bucketsync.errors import InvalidPath, SourceNotFound, SyncTooLarge
 from agenthub.bucketsync.storage.base import Batch, FileEntry
 
@@ -17,9 +17,7 @@ ARTIFACTS = "artifacts/"
 
 def _source_files(hub: Hub, uri: str) -> tuple[naming.SourceRef, list[tuple[FileEntry, str]]]:
     """The files at `uri` (a file, or a folder mirrored recursively) with relative names."""
-    source = hub.parse_source(uri)
-    require_registered(hub, source.agent_id)
-    hub.limiters.source_writes.acquire(source.bucket)
+    source = claim_source(hub, uri)
     folder = source.path.rstrip("/")
     found: list[tuple[FileEntry, str]] = []
     for entry in hub.store.list(source.bucket, folder, recursive=True):

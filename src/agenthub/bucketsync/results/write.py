@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, listing, naming
-from agenthub.bucketsync.core.access import require_registered
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.core.records import render_record, stamped_index
-from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound, SourceNotFound
+from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
+from agenthub.bucketsync.core.sources import claim_source, read_source
+from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +49,8 @@ def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: 
 
 
 def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict[str, Any]:
-    source = hub.parse_source(source_uri)
-    require_registered(hub, source.agent_id)
-    hub.limiters.source_writes.acquire(source.bucket)
-    data = hub.store.read(source.bucket, source.path)
-    if data is None:
-        raise SourceNotFound(
-            f"{source_uri} does not exist", hint=f"hf buckets cp <local file> {source_uri}"
-        )
+    source = claim_source(hub, source_uri)
+    data = read_source(hub, source, source_uri)
     document = frontmatter.parse_strict(data)
     validate_result(
         document.frontmatter,
@@ -65,24 +59,18 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
     )
     with hub.dedup.claim(data, naming.RESULTS) as written:
         entries = hub.read_model.entries(naming.RESULTS)
-        stamp_value = hub.stamps.issue(
+        filename, rendered = stamp_record(
+            hub,
             source.agent_id,
-            taken=lambda s: (
-                f"{naming.RESULTS}{naming.message_filename(s, source.agent_id)}" in entries
-            ),
-        )
-        filename = naming.message_filename(stamp_value, source.agent_id)
-        fm = {
-            "agent": source.agent_id,
-            "timestamp": naming.stamp_to_iso(stamp_value),
-            "via": "bucket",
-            **{
+            via="bucket",
+            fields={
                 k: v
                 for k, v in document.frontmatter.items()
                 if k not in ("agent", "timestamp", "via")
             },
-        }
-        rendered = frontmatter.render(fm, document.body)
+            body=document.body,
+            taken=lambda name: f"{naming.RESULTS}{name}" in entries,
+        )
         path = f"{naming.RESULTS}{filename}"
         hub.write_central([(path, rendered)])
         written.append(filename)

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agenthub.bucketsync.core import frontmatter, mentions, naming
-from agenthub.bucketsync.core.access import is_registered
-from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.board.write import Draft, publish
+from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.errors import BucketSyncError, InvalidPath, StorageUnavailable
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.write import VERIFICATION_INDEX
@@ -250,47 +250,19 @@ class VerdictBook:
 
     def announce(self, body: str, *, refs: list[str], kind: str) -> str:
         """Post `body` on the board as VERIFIER_AGENT (`via: server`) with inbox fan-out."""
-        hub = self.hub
-        agent = self.settings.verifier_agent
-        entries = hub.read_model.entries(naming.MESSAGE_BOARD)
-        stamp_value = hub.stamps.issue(
-            agent,
-            taken=lambda s: f"{naming.MESSAGE_BOARD}{naming.message_filename(s, agent)}" in entries,
-        )
-        filename = naming.message_filename(stamp_value, agent)
-        fm = {
-            "agent": agent,
-            "timestamp": naming.stamp_to_iso(stamp_value),
-            "via": "server",
-            "type": kind,
-            "refs": refs,
-        }
-        data = frontmatter.render(fm, body)
-        recipients = mentions.recipients(
-            author=agent,
-            body=body,
-            refs=refs,
-            is_registered=lambda handle: is_registered(hub, handle),
-            cap=self.settings.mention_fanout_cap,
-        )
-        board_path = f"{naming.MESSAGE_BOARD}{filename}"
-        hub.write_central(
-            [*((naming.inbox_path(h, filename), data) for h in recipients), (board_path, data)]
-        )
-        hub.audit.record(
-            agent_id=agent,
-            route="verifier",
+        draft = Draft(
+            author=self.settings.verifier_agent,
             via="server",
-            source=None,
-            target_path=board_path,
-            size=len(data),
-            status_code=201,
-            mentions_delivered=recipients,
+            client_fm={"type": kind, "refs": refs},
+            body=body,
+            source_uri=None,
+            source_bytes=None,
         )
-        if hub.notifier is not None and recipients:
-            hub.notifier.wake([f"inbox:{h}" for h in recipients])
+        posted = publish(
+            self.hub, draft, caller_info=CallerInfo(), route="verifier", audit_fields={}
+        )
         self.announced += 1
-        return filename
+        return str(posted["filename"])
 
     def _now(self) -> str:
         return self.hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, listing, naming
-from agenthub.bucketsync.core.access import require_registered
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.naming import SourceRef
 from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.sources import claim_source
 from agenthub.bucketsync.errors import (
     InvalidFrontmatter,
     InvalidPath,
@@ -131,13 +132,15 @@ def promote_trace(
     share = share or "stats"
     if share not in SHARES:
         raise InvalidRequest(f"share must be 'stats' or 'full', got {share!r}")
-    source = hub.parse_source(source_uri)
-    match = SOURCE_PATH_RE.match(source.path)
-    if match is None or not SESSION_RE.match(match.group(1)):
-        raise InvalidPath(f"{source_uri} is not a traces/<session>/ folder", hint=SOURCE_HINT)
-    session = match.group(1)
-    require_registered(hub, source.agent_id)
-    hub.limiters.source_writes.acquire(source.bucket)
+
+    def session_of(source: SourceRef) -> str:
+        match = SOURCE_PATH_RE.match(source.path)
+        if match is None or not SESSION_RE.match(match.group(1)):
+            raise InvalidPath(f"{source_uri} is not a traces/<session>/ folder", hint=SOURCE_HINT)
+        return match.group(1)
+
+    source = claim_source(hub, source_uri, check=session_of)
+    session = session_of(source)
     files = {e.path: e for e in hub.store.list(source.bucket, source.path, recursive=True)}
     manifest_entry = files.get(source.path + MANIFEST)
     data = hub.store.read(source.bucket, source.path + MANIFEST) if manifest_entry else None
