@@ -29,7 +29,7 @@ from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.results.leaderboard import score_of
 from agenthub.bucketsync.scoring.jobs import STATUS_FILE
-from agenthub.bucketsync.scoring.verifier import Located, VerdictBook
+from agenthub.bucketsync.scoring.verdicts import Located, VerdictBook
 
 log = logging.getLogger(__name__)
 

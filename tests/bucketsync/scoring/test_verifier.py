@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from agenthub.bucketsync.runners.base import JobState
 from agenthub.bucketsync.runners.local import LocalJobRunner
-from agenthub.bucketsync.scoring.verifier import Verifier, verdict_for
+from agenthub.bucketsync.scoring.verdicts import verdict_for
+from agenthub.bucketsync.scoring.verifier import Verifier
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.cli import app as cli
 from tests.bucketsync.scoring.conftest import AppFactory, ScoringWorld, eventually
