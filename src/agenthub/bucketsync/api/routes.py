@@ -8,7 +8,8 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agenthub.bucketsync.agents import write as agents
+from agenthub.bucketsync.agents import read as agents
+from agenthub.bucketsync.agents import write as registration
 from agenthub.bucketsync.api import discovery
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.board import write as messages
@@ -69,7 +70,7 @@ def healthz(request: Request) -> dict[str, Any]:
 def register(
     body: RegisterBody, request: Request, authorization: str | None = Header(None)
 ) -> dict[str, Any]:
-    return agents.register(
+    return registration.register(
         hub_of(request),
         authorization=authorization,
         agent_id=body.agent_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenthub.bucketsync.agents.write import agent_info
+from agenthub.bucketsync.agents.read import agent_info
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import read as channelviews
 from agenthub.bucketsync.core import naming
@@ -12,7 +12,7 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.live import updates
 from agenthub.bucketsync.results import leaderboard
 from agenthub.bucketsync.results import write as results
-from agenthub.bucketsync.traces import write as traces
+from agenthub.bucketsync.traces import read as traces
 
 
 def digest(

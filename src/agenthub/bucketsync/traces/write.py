@@ -4,6 +4,7 @@ bucket; the library lives at `traces/{agent}/{session}/` in the central bucket.
 
 Records key on (agent, session) and are updatable: a re-POST replaces the manifest and
 can upgrade `stats` to `full`; a later `stats` re-POST never drops a log already shared.
+Reads are in `read.py`.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from agenthub.bucketsync.core import frontmatter, listing, naming
+from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.naming import SourceRef
-from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.sources import claim_source
 from agenthub.bucketsync.errors import (
     InvalidFrontmatter,
     InvalidPath,
     InvalidRequest,
-    NotFound,
     SyncTooLarge,
 )
 from agenthub.bucketsync.storage.base import Batch
@@ -86,7 +85,7 @@ def validate_manifest(fm: Mapping[str, Any], session: str) -> None:
         raise InvalidFrontmatter(f"cost_usd must be a non-negative number or null, got {cost!r}")
     for name in ("started_at", "ended_at"):
         value = fm.get(name)
-        if value is not None and _moment(value) is None:
+        if value is not None and parse_moment(value) is None:
             raise InvalidFrontmatter(
                 f"{name} {value!r} is not a timestamp", hint=f"{name}: 2026-03-02T10:00:00Z"
             )
@@ -101,7 +100,7 @@ def _count(name: str, value: Any) -> None:
         )
 
 
-def _moment(value: Any) -> datetime | None:
+def parse_moment(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str):
@@ -218,119 +217,3 @@ def promote_trace(
 
 
 # -- read -----------------------------------------------------------------------------------
-
-
-def _listed(hub: Hub) -> listing.Listed:
-    def build(entries: Mapping[str, Any]) -> listing.Listed:
-        paths = {}
-        for path in entries:
-            parts = path.split("/")
-            if len(parts) == 4 and parts[3] == MANIFEST:
-                paths[f"{parts[1]}/{parts[2]}"] = path
-        keys = sorted(paths)
-        return listing.Listed(keys=keys, paths=paths, count=len(keys))
-
-    return hub.read_model.derived(TRACES, "traces", build)
-
-
-def _render(key: str, record: Record) -> dict[str, Any]:
-    agent, session = key.split("/", 1)
-    fm = record.frontmatter
-    item: dict[str, Any] = {
-        "id": key,
-        "agent": agent,
-        "session_id": session,
-        "frontmatter": fm,
-        "path": record.path,
-        "log_files": list(fm.get("log_files") or []),
-    }
-    if fm.get("share") == "full" and item["log_files"]:
-        item["primary_log_file"] = trace_dir(agent, session) + item["log_files"][0]
-    return item
-
-
-def list_traces(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
-    query = listing.parse_query(
-        params,
-        expand_max=hub.settings.expand_max_limit,
-        extra_fields=("harness", "model", "share"),
-    )
-    listed = _listed(hub)
-    return listing.page(
-        listed,
-        query,
-        load=lambda paths: hub.read_model.records(paths, TRACES),
-        render=_render,
-        agent_of=lambda key: key.split("/", 1)[0],
-        stamp_of=lambda _key, record: _stamp(record),
-        time_from_content=True,
-    )
-
-
-def _stamp(record: Record | None) -> str | None:
-    moment = _moment(record.frontmatter.get("promoted_at")) if record else None
-    return naming.stamp(moment) if moment else None
-
-
-def get_trace(hub: Hub, agent_id: str, session: str) -> dict[str, Any]:
-    record = None
-    if naming.AGENT_ID_RE.match(agent_id) and SESSION_RE.match(session):
-        record = hub.read_model.record(trace_dir(agent_id, session) + MANIFEST, TRACES)
-    if record is None:
-        raise NotFound(f"no trace {agent_id}/{session}", hint="list them with GET /v1/traces")
-    item = _render(f"{agent_id}/{session}", record)
-    item["body"] = record.body
-    return item
-
-
-def stats(hub: Hub) -> dict[str, Any]:
-    """The project's token aggregate: a reported floor (BS-10.12). Sessions without token
-    counts are excluded and counted; a field nobody reported stays null."""
-    listed = _listed(hub)
-    records = hub.read_model.records(list(listed.paths.values()), TRACES)
-    totals: dict[str, int | None] = dict.fromkeys(TOKEN_FIELDS)
-    tool_calls: int | None = None
-    cost: float | None = None
-    counted = missing = 0
-    by_harness: dict[str, int] = {}
-    for record in records.values():
-        fm = record.frontmatter
-        harness = str(fm.get("harness") or "unknown")
-        by_harness[harness] = by_harness.get(harness, 0) + 1
-        tokens = fm.get("tokens")
-        if not isinstance(tokens, Mapping) or all(tokens.get(f) is None for f in TOKEN_FIELDS):
-            missing += 1
-            continue
-        counted += 1
-        for name in TOKEN_FIELDS:
-            value = tokens.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                totals[name] = (totals[name] or 0) + value
-        if isinstance(fm.get("tool_calls"), int):
-            tool_calls = (tool_calls or 0) + fm["tool_calls"]
-        if isinstance(fm.get("cost_usd"), int | float) and not isinstance(fm.get("cost_usd"), bool):
-            cost = (cost or 0.0) + float(fm["cost_usd"])
-    return {
-        "sessions": len(records),
-        "sessions_counted": counted,
-        "sessions_missing_tokens": missing,
-        "tokens": totals,
-        "tool_calls": tool_calls,
-        "cost_usd": cost,
-        "by_harness": dict(sorted(by_harness.items())),
-        "note": "a reported floor: only shared sessions with token counts are summed",
-    }
-
-
-def digest_line(hub: Hub) -> str | None:
-    """One line for the digest; None until the first trace is shared (BS-10.13)."""
-    summary = stats(hub)
-    if not summary["sessions"]:
-        return None
-    tokens = summary["tokens"]
-    known = sum(v for v in tokens.values() if v)
-    return (
-        f"{summary['sessions']} sessions shared, {known:,} tokens reported "
-        f"({summary['sessions_missing_tokens']} without counts), "
-        f"{summary['tool_calls'] or 0:,} tool calls"
-    )
