@@ -41,7 +41,7 @@ from agenthub.bucketsync.runners.base import (
     Mount,
 )
 from agenthub.bucketsync.scoring.quota import JobQuota
-from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -392,14 +392,7 @@ class JobsService:
 
 def read_status(hub: Hub, bucket: str, run_prefix: str) -> dict[str, Any] | None:
     """A run's `job_status.json`, or None if absent or unreadable."""
-    data = hub.store.read(bucket, f"{run_prefix}{STATUS_FILE}")
-    if data is None:
-        return None
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
+    return read_json_object(hub.store, bucket, f"{run_prefix}{STATUS_FILE}")
 
 
 def record_from_status(status: dict[str, Any]) -> RunRecord:

@@ -33,7 +33,7 @@ from agenthub.bucketsync.scoring.jobs import (
     STATUS_FILE,
     read_status,
 )
-from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +96,9 @@ class VerdictBook:
         return f"{LEDGER_PREFIX}{filename}/verdict.json"
 
     def ledger(self, filename: str) -> dict[str, Any] | None:
-        data = self.hub.store.read(self.settings.audit_bucket, self._ledger_path(filename))
-        if data is None:
-            return None
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
+        return read_json_object(
+            self.hub.store, self.settings.audit_bucket, self._ledger_path(filename)
+        )
 
     def save_ledger(self, filename: str, entry: dict[str, Any]) -> None:
         body = json.dumps(entry, indent=2, sort_keys=True).encode()

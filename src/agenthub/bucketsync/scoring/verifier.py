@@ -15,7 +15,6 @@ set and record a verdict in `results/verification_status.json`.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from agenthub.bucketsync.scoring.jobs import (
     record_from_status,
 )
 from agenthub.bucketsync.scoring.verdicts import LEDGER_PREFIX, Located, VerdictBook
+from agenthub.bucketsync.storage.base import read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -182,14 +182,9 @@ class Verifier(VerdictBook):
         return self.record(filename, ledger, self._summary(filename))
 
     def _summary(self, filename: str) -> dict[str, Any] | None:
-        data = self.hub.store.read(
-            self.settings.audit_bucket, f"{self.run_prefix(filename)}{SUMMARY_FILE}"
+        return read_json_object(
+            self.hub.store, self.settings.audit_bucket, f"{self.run_prefix(filename)}{SUMMARY_FILE}"
         )
-        try:
-            parsed = json.loads(data) if data is not None else None
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
 
     # -- offline healing --------------------------------------------------------------------
     def reconcile(self) -> ReconcileReport:

@@ -7,10 +7,11 @@ Adapters: `localstore.LocalBucketStore` (directories) and `hfstore.HfBucketStore
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -65,3 +66,16 @@ class BucketStore(Protocol):
     def write_batch(self, bucket: str, batch: Batch) -> None:
         """Apply a batch of adds, hash copies and deletes."""
         ...
+
+
+def read_json_object(store: BucketStore, bucket: str, path: str) -> dict[str, Any] | None:
+    """A JSON object file (a status, a ledger entry, a summary), or None when it is absent,
+    unreadable, or not an object."""
+    data = store.read(bucket, path)
+    if data is None:
+        return None
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
