@@ -7,7 +7,7 @@ or a result is first written into `SCRATCH_BUCKET`, then promoted by its `hf://`
 so bucket-sync attributes it to the bucket's owner and nobody else.
 
 Harnesses ignore MCP push notifications, so waiting is a tool call: `wait_for_updates`
-parks on `/v1/updates?wait=` through the Python watch client (`client.WatchClient`, the
+parks on `/v1/updates?wait=` through the Python watch client (`watch.WatchClient`, the
 same cursor and state directory as `collab_watch.sh`) and returns on mail or timeout.
 
 Scratch-bucket writes go through a small `ScratchWriter`: `LocalScratchWriter` (bucket-sync's

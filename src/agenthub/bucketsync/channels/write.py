@@ -2,7 +2,7 @@
 it does), one member marker per subscriber, and stamped messages.
 
 Everything here derives from ONE recursive `channels/` listing (no roster file). Reads
-are in `channelviews.py`; posting is in `messages.py` (`channel` on `POST /v1/messages`).
+are in `read.py`; posting is in `board/write.py` (`channel` on `POST /v1/messages`).
 """
 
 from __future__ import annotations

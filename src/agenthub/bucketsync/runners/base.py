@@ -1,8 +1,8 @@
 """The `JobRunner` port: launch a harness container with bucket prefixes mounted, then
 inspect, read logs of, and cancel it.
 
-Adapters: `localjobs.LocalJobRunner` (a subprocess in a sandbox directory tree holding
-copies of the mounted prefixes; the default) and `hfjobs.HfJobRunner` (HF Jobs with bucket
+Adapters: `local.LocalJobRunner` (a subprocess in a sandbox directory tree holding
+copies of the mounted prefixes; the default) and `hf.HfJobRunner` (HF Jobs with bucket
 `Volume`s). Adapters raise `JobLaunchError` when a launch fails and `JobRunnerUnavailable`
 when the platform cannot be asked; nothing else escapes them.
 """

@@ -1,6 +1,6 @@
 """The `BucketStore` port: what bucket-sync needs from a bucket backend.
 
-Adapters: `localstore.LocalBucketStore` (directories) and `hfstore.HfBucketStore`
+Adapters: `local.LocalBucketStore` (directories) and `hf.HfBucketStore`
 (huggingface_hub 2.x). Adapters translate vendor failures into `StorageUnavailable`
 (retryable) and report absence as `None`/empty results, never as an exception.
 """
