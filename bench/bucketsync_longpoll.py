@@ -33,10 +33,10 @@ from typing import Any
 
 import httpx
 
-from agenthub.bucketsync import frontmatter, naming
-from agenthub.bucketsync.identity import add_user
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.core import frontmatter, naming
+from agenthub.bucketsync.identity.local import add_user
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"

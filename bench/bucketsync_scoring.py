@@ -26,9 +26,9 @@ from pathlib import Path
 
 import httpx
 
-from agenthub.bucketsync import frontmatter, naming
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.core import frontmatter, naming
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"

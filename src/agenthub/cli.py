@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from agenthub.bucketsync.agentcli import app as buckets_app
+from agenthub.bucketsync.agentside.buckets import app as buckets_app
 from agenthub.bucketsync.cli import app as bucketsync_app
 from agenthub.bucketsync.dashboard.cli import app as dashboard_app
 from agenthub.challenge.cli import app as challenge_app

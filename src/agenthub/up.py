@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,17 @@ from typing import Any
 
 import uvicorn
 
+from agenthub.bucketsync.app import create_app as create_bucketsync
+from agenthub.bucketsync.app import local_adapters
 from agenthub.bucketsync.errors import Unauthorized
-from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.identity.base import UserAdmin
+from agenthub.bucketsync.settings import load_settings
+from agenthub.challenge import bootstrap
+from agenthub.challenge.schema import load
+from agenthub.hubcore.app import create_app as create_hubcore
+from agenthub.hubcore.settings import HubCoreSettings
+from agenthub.statehub.app import create_app as create_statehub
+from agenthub.statehub.settings import StateHubSettings
 
 TOKEN_FILE = "operator-token"
 BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"
@@ -85,7 +95,7 @@ def _write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def bucketsync_tokens(var: Path, identity: LocalIdentity) -> dict[str, str]:
+def bucketsync_tokens(var: Path, identity: UserAdmin) -> dict[str, str]:
     """Tokens of the stack's bucket-sync users: kept in `var/bucketsync-tokens.json` (0600)
     while the user file still knows them, created (or re-keyed) otherwise."""
     path = var / BUCKETSYNC_TOKENS_FILE
@@ -109,26 +119,19 @@ def bucketsync_tokens(var: Path, identity: LocalIdentity) -> dict[str, str]:
 def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> tuple[Any, Any]:
     """Set the example challenge up on the local store (idempotent) and build bucket-sync's
     app; returns (app, BucketSync without its URL)."""
-    from agenthub.bucketsync.app import create_app
-    from agenthub.bucketsync.localstore import LocalBucketStore
-    from agenthub.bucketsync.settings import load_settings
-    from agenthub.challenge import bootstrap
-    from agenthub.challenge.schema import load
-
     challenge = load(challenge_file)
     data_dir = var / "bucketsync"
-    store = LocalBucketStore(data_dir)
+    settings = load_settings(
+        **challenge.to_env(), BUCKETSYNC_DATA_DIR=str(data_dir), BUCKETSYNC_STORAGE="local"
+    )
+    store, identity = local_adapters(settings)
     env_file = var / "challenge.env"
     # `up` owns var/: its generated files follow the current URL (a port of 0 changes it).
     report = bootstrap.apply(
         bootstrap.plan(challenge, service_url=public_url), store, env_file=env_file, force=True
     )
-    settings = load_settings(
-        **challenge.to_env(), BUCKETSYNC_DATA_DIR=str(data_dir), BUCKETSYNC_STORAGE="local"
-    )
-    identity = LocalIdentity(data_dir / "users.json", org=settings.org)
     tokens = bucketsync_tokens(var, identity)
-    app = create_app(settings, store=store, identity=identity)
+    app = create_bucketsync(settings, store=store, identity=identity)
     info = BucketSync(
         url=public_url,
         central_bucket=settings.central_bucket,
@@ -143,8 +146,6 @@ def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> t
 
 
 def _free_port(host: str) -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
@@ -195,11 +196,6 @@ async def serve_stack(
     bucketsync_port: int | None = None,
     challenge: Path = EXAMPLE_CHALLENGE,
 ) -> None:
-    from agenthub.hubcore.app import create_app as create_hubcore
-    from agenthub.hubcore.settings import HubCoreSettings
-    from agenthub.statehub.app import create_app as create_statehub
-    from agenthub.statehub.settings import StateHubSettings
-
     var = var.resolve()
     token = operator_token(var)
     statehub_app = create_statehub(

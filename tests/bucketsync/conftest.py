@@ -11,10 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.context import Hub
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import BucketSyncSettings, load_settings
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 
 ORG = "acme"

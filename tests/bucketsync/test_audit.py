@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.errors import StorageUnavailable
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
 

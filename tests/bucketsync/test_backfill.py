@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agenthub.bucketsync.backfill import backfill_inbox
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.board.backfill import backfill_inbox
+from agenthub.bucketsync.storage.base import Batch
 from tests.bucketsync.conftest import World
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agenthub.bucketsync.errors import StorageUnavailable
-from agenthub.bucketsync.identity import Caller
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.identity.base import Caller
+from agenthub.bucketsync.storage.base import Batch
 from tests.bucketsync.live_support import LiveWorld, live
 
 __all__ = ["live"]

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.cli import app as cli_app
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
 from tests.bucketsync.live_support import wait_for
@@ -138,8 +138,8 @@ def test_bs_13_33_rate_limited_across_workers_carries_retry_after(pair: Pair) ->
 def test_bs_12_13_two_workers_never_issue_one_author_the_same_stamp() -> None:
     import redis
 
-    from agenthub.bucketsync.redisstate import RedisStampClaims
-    from agenthub.bucketsync.stamps import StampIssuer
+    from agenthub.bucketsync.core.stamps import StampIssuer
+    from agenthub.bucketsync.scaleout.state import RedisStampClaims
 
     url = require_redis()
     prefix = unique_prefix()
@@ -177,7 +177,7 @@ def _contend(make: Any) -> None:
 def test_bs_13_33_the_quota_lock_is_exclusive_across_workers() -> None:
     import redis
 
-    from agenthub.bucketsync.locks import RedisLocks
+    from agenthub.bucketsync.scaleout.state import RedisLocks
 
     url = require_redis()
     prefix = unique_prefix()
@@ -188,7 +188,7 @@ def test_bs_13_33_the_quota_lock_is_exclusive_across_workers() -> None:
 
 
 def test_bs_13_33_the_in_process_lock_serializes_threads() -> None:
-    from agenthub.bucketsync.locks import LocalLocks
+    from agenthub.bucketsync.core.locks import LocalLocks
 
     shared = LocalLocks()
     _contend(lambda: shared)
@@ -200,7 +200,7 @@ def test_bs_13_33_an_invalidation_during_a_listing_is_not_lost(tmp_path: Path) -
     import threading
     import time
 
-    from agenthub.bucketsync.readmodel import ReadModel
+    from agenthub.bucketsync.core.readmodel import ReadModel
 
     store = LocalBucketStore(tmp_path / "data")
     store.create("acme/chal-main-bucket", creator="bucket-sync")
@@ -240,8 +240,8 @@ def test_bs_13_33_readers_during_a_post_invalidation_relisting_never_get_the_old
     import threading
     import time
 
-    from agenthub.bucketsync.readmodel import ReadModel
-    from agenthub.bucketsync.storage import Batch
+    from agenthub.bucketsync.core.readmodel import ReadModel
+    from agenthub.bucketsync.storage.base import Batch
 
     bucket = "acme/chal-main-bucket"
     store = LocalBucketStore(tmp_path / "data")

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync import naming
+from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.errors import StorageUnavailable
-from agenthub.bucketsync.identity import Caller
+from agenthub.bucketsync.identity.base import Caller
 from tests.bucketsync.live_support import LiveWorld, live
 
 __all__ = ["live"]
@@ -384,7 +384,7 @@ def test_bs_13_20_one_cursor_and_bare_stamp_prefixes(room: LiveWorld) -> None:
 
 def test_bs_13_21_missing_or_unknown_levels_read_as_mentions(room: LiveWorld) -> None:
     path = naming.channel_member_path("ideas", "agent-2")
-    from agenthub.bucketsync.storage import Batch
+    from agenthub.bucketsync.storage.base import Batch
 
     room.hub.store.write_batch(
         central(room),

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from agenthub.bucketsync import naming
 from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.errors import InvalidPath
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings, message
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agenthub.bucketsync import mentions
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.core import mentions
+from agenthub.bucketsync.storage.base import Batch
 from tests.bucketsync.conftest import World, message
 
 

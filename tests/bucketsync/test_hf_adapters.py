@@ -9,11 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.backfill import backfill_inbox
+from agenthub.bucketsync.board.backfill import backfill_inbox
 from agenthub.bucketsync.errors import StorageUnavailable, Unauthorized
-from agenthub.bucketsync.hfidentity import HfIdentity
-from agenthub.bucketsync.hfstore import HfBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.identity.hf import HfIdentity
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import make_settings
 from tests.bucketsync.hf_fake import FakeHub, xet_hash

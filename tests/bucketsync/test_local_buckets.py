@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync.longpoll import LongPoll, ManualTimer, WaiterRegistry
-from agenthub.bucketsync.notify import wake_keys
+from agenthub.bucketsync.core.longpoll import LongPoll, ManualTimer, WaiterRegistry
+from agenthub.bucketsync.core.notify import wake_keys
 from agenthub.clock import FrozenClock
 from tests.bucketsync.live_support import LiveWorld, build_live_world, live, wait_for
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agenthub.bucketsync.dedup import PromotionDedup
+from agenthub.bucketsync.core.dedup import PromotionDedup
 from agenthub.bucketsync.errors import AlreadyPromoted
 from tests.bucketsync.conftest import World, message
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from tests.bucketsync.conftest import ORG, SLUG, World
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 

@@ -6,9 +6,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.readmodel import ReadModel
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.core.readmodel import ReadModel
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World
 
@@ -119,7 +119,7 @@ def test_bs_7_6_overlay_survives_a_listing_that_started_before_the_write(
 ) -> None:
     store = seeded(tmp_path, clock, {})
     model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)
-    from agenthub.bucketsync.storage import FileEntry
+    from agenthub.bucketsync.storage.base import FileEntry
 
     stale: list[FileEntry] = []  # a listing taken before the write landed
     original = store.list

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agenthub.bucketsync import naming
+from agenthub.bucketsync.core import naming
 from tests.bucketsync.conftest import ORG, SLUG, World
 
 

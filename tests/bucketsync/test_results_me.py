@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.storage.base import Batch
 from tests.bucketsync.conftest import World
 
 GOOD = {"score": 0.91, "method": "beam search", "status": "agent-run", "description": "v2"}
@@ -125,7 +125,7 @@ def test_bs_4_16_me_reports_handle_membership_and_organizer(world: World) -> Non
 
 def test_bs_4_16_role_lookup_failure_is_not_an_error(world: World) -> None:
     from agenthub.bucketsync.errors import StorageUnavailable
-    from agenthub.bucketsync.identity import Caller
+    from agenthub.bucketsync.identity.base import Caller
 
     class OAuthLikeIdentity:
         """whoami without roleInOrg (OAuth tokens), and a members API that is down."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agenthub.bucketsync.identity import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError, load_settings
 from agenthub.cli import app
 

@@ -83,8 +83,8 @@ def test_bs_5_12_shared_dest_path_is_path_validated(files: World, dest: str) -> 
 
 
 def test_bs_5_1_blocked_targets() -> None:
+    from agenthub.bucketsync.core.naming import check_not_blocked
     from agenthub.bucketsync.errors import InvalidPath
-    from agenthub.bucketsync.naming import check_not_blocked
 
     for target in (
         "README.md",

@@ -1,4 +1,4 @@
-"""`agenthub.bucketsync.client.WatchClient` against a real server: the same watch contract
+"""`agenthub.bucketsync.agentside.watch.WatchClient` against a real server: the same watch contract
 as collab_watch.sh (BS-13.35-13.38), for Python harnesses."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync.client import WatchClient, WatchError
+from agenthub.bucketsync.agentside.watch import WatchClient, WatchError
 from tests.bucketsync.test_collab_watch import Server, server
 
 __all__ = ["server"]

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, load_evaluator
 from agenthub.cli import app as cli
 from tests.bucketsync.conftest import ORG, make_settings

@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.hfstore import HfBucketStore
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import load_settings
+from agenthub.bucketsync.storage.hf import HfBucketStore
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.cli import app as cli
@@ -102,7 +102,7 @@ def test_an_edited_generated_file_is_kept_unless_forced(
 ) -> None:
     run_init(challenge_file, tmp_path)
     store = LocalBucketStore(tmp_path / "data")
-    from agenthub.bucketsync.storage import Batch
+    from agenthub.bucketsync.storage.base import Batch
 
     store.write_batch("acme/primes-main-bucket", Batch(adds=[("README.md", b"organizer edits")]))
 

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.mcpserver import HfCliScratchWriter, McpConfig, McpConfigError, ToolFailure
+from agenthub.bucketsync.agentside.mcp import (
+    HfCliScratchWriter,
+    McpConfig,
+    McpConfigError,
+    ToolFailure,
+)
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.up import bucketsync_tokens
 
 

@@ -1,53 +1,206 @@
-"""`create_app(settings)`: the bucket-sync ASGI application."""
+"""`create_app(settings)`: the bucket-sync ASGI application — and the composition root.
+
+This is the only module that chooses adapters (storage, identity, job runner, the Redis
+scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
-from agenthub.bucketsync.context import Hub, build_hub
+from agenthub.bucketsync.core.audit import AuditLog
+from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
+from agenthub.bucketsync.core.hub import Hub, Limiters
+from agenthub.bucketsync.core.locks import LocalLocks, Locks
+from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
+from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
+from agenthub.bucketsync.core.readmodel import ReadModel
+from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
-from agenthub.bucketsync.identity import Identity, LocalIdentity
-from agenthub.bucketsync.jobrunner import JobRunner
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
-from agenthub.bucketsync.notify import Notifier
-from agenthub.bucketsync.quota import QuotaLock
-from agenthub.bucketsync.scoring import build_scoring
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
-from agenthub.bucketsync.storage import BucketStore
+from agenthub.bucketsync.identity.base import Identity, UserAdmin
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.runners.base import JobRunner
+from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
+from agenthub.bucketsync.scoring.quota import QuotaLock
+from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.storage.base import BucketStore
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from agenthub.bucketsync.bus import RedisBus
+    from agenthub.bucketsync.scaleout.bus import RedisBus
 
-log = logging.getLogger("agenthub.bucketsync")
+log = logging.getLogger(__name__)
 
 SERVICE_USER = "bucket-sync"
+
+
+# -- adapters ---------------------------------------------------------------------------
+# The HF and Redis adapters are imported where they are chosen: their SDKs load only in
+# the deployments that use them.
+def local_store(data_dir: Path) -> BucketStore:
+    return LocalBucketStore(data_dir)
+
+
+def hf_store(token: str | None) -> BucketStore:
+    from agenthub.bucketsync.storage.hf import HfBucketStore
+
+    return HfBucketStore(token=token)
+
+
+def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
+    """Local mode's store and token file (which can also issue tokens)."""
+    return (
+        local_store(settings.data_dir),
+        LocalIdentity(settings.data_dir / "users.json", org=settings.org),
+    )
 
 
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
     """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects."""
     if settings.storage == "hf":
-        from agenthub.bucketsync.hfidentity import HfIdentity
-        from agenthub.bucketsync.hfstore import HfBucketStore
+        from agenthub.bucketsync.identity.hf import HfIdentity
 
-        token = settings.hf_token.get_secret_value() if settings.hf_token is not None else None
-        return HfBucketStore(token=token), HfIdentity(admin_token=token)
-    return (
-        LocalBucketStore(settings.data_dir),
-        LocalIdentity(settings.data_dir / "users.json", org=settings.org),
+        token = settings.hf_token_value()
+        return hf_store(token), HfIdentity(admin_token=token)
+    return local_adapters(settings)
+
+
+def default_runner(settings: BucketSyncSettings) -> JobRunner:
+    """The JobRunner `BUCKETSYNC_RUNNER` selects."""
+    if settings.runner_kind == "hf":
+        from agenthub.bucketsync.runners.hf import HfJobRunner
+
+        return HfJobRunner(token=settings.hf_token_value(), namespace=settings.jobs_namespace)
+    from agenthub.bucketsync.runners.local import LocalJobRunner
+
+    return LocalJobRunner(settings.data_dir)
+
+
+def redis_bus(url: str, prefix: str) -> RedisBus:
+    from agenthub.bucketsync.scaleout.bus import RedisBus
+
+    return RedisBus(url, prefix)
+
+
+# -- the Hub ----------------------------------------------------------------------------
+def build_hub(
+    settings: BucketSyncSettings,
+    store: BucketStore,
+    identity: Identity,
+    clock: Clock,
+    *,
+    notifier: Notifier | None = None,
+    timer: Timer | None = None,
+    bus: RedisBus | None = None,
+) -> Hub:
+    """The Hub, complete. With `bus`, it is the notifier and the limiters, dedup, stamps
+    and locks are shared through Redis (bucketsync.md, "Scaling out"); with `timer` (a
+    server), the long-poll registry is fed by the notifier (seed §13)."""
+    chosen: Notifier = bus if bus is not None else (notifier or InProcessNotifier())
+    read_model = ReadModel(
+        store,
+        settings.central_bucket,
+        clock,
+        ttl_s=settings.listing_ttl_s,
+        content_cache_max_bytes=settings.content_cache_max_bytes,
+    )
+    limiters = Limiters.standard(clock)
+    dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
+    stamps = StampIssuer(clock)
+    locks: Locks = LocalLocks()
+    folder_listeners: list[Callable[[frozenset[str]], None]] = []
+    if bus is not None:
+        limiters, dedup, stamps, locks = _shared_state(settings, bus, clock)
+        folder_listeners.append(bus.folders_changed)
+
+        def invalidate(folders: frozenset[str]) -> None:
+            for folder in folders:
+                read_model.invalidate(folder)
+
+        bus.on_folders_changed(invalidate)
+    return Hub(
+        settings=settings,
+        store=store,
+        identity=identity,
+        clock=clock,
+        read_model=read_model,
+        audit=AuditLog(store, settings.audit_bucket, clock, two_org=settings.audit_two_org),
+        limiters=limiters,
+        dedup=dedup,
+        stamps=stamps,
+        notifier=chosen,
+        longpoll=_longpoll(settings, clock, chosen, timer) if timer is not None else None,
+        locks=locks,
+        folder_listeners=folder_listeners,
     )
 
 
+def _longpoll(
+    settings: BucketSyncSettings, clock: Clock, notifier: Notifier, timer: Timer
+) -> LongPoll:
+    """The waiter registry, fed by the notifier (seed §13)."""
+    registry = WaiterRegistry(
+        clock,
+        max_per_owner=settings.longpoll_max_waiters_per_owner,
+        max_total=settings.longpoll_max_waiters_total,
+        spread_threshold=settings.longpoll_wake_spread_threshold,
+        spread_s=settings.longpoll_wake_spread_s,
+    )
+    notifier.subscribe(registry.deliver)
+    return LongPoll(registry, timer, clock, max_wait_s=settings.longpoll_max_wait_s)
+
+
+def _shared_state(
+    settings: BucketSyncSettings, bus: RedisBus, clock: Clock
+) -> tuple[Limiters, DedupClaims, StampIssuer, Locks]:
+    """Many workers: limiters, dedup, stamps and locks live in Redis."""
+    import redis
+    from limits.storage import RedisStorage
+
+    from agenthub.bucketsync.scaleout.state import (
+        RedisDedup,
+        RedisLimiter,
+        RedisLocks,
+        RedisStampClaims,
+    )
+
+    prefix = settings.bus_key_prefix
+    storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")
+    client = redis.Redis.from_url(bus.url, socket_timeout=5)
+    return (
+        Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
+        RedisDedup(client, prefix),
+        StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
+        RedisLocks(client, prefix),
+    )
+
+
+def build_scoring(
+    hub: Hub,
+    *,
+    runner: JobRunner | None = None,
+    quota_lock: QuotaLock | None = None,
+    listen: bool = True,
+) -> Scoring:
+    """The jobs service and verifier on the configured runner; `listen=False` (offline
+    reconcile) does not hook the verifier onto result promotion."""
+    return assemble_scoring(
+        hub, runner or default_runner(hub.settings), quota_lock=quota_lock, listen=listen
+    )
+
+
+# -- the application --------------------------------------------------------------------
 def create_app(
     settings: BucketSyncSettings,
     *,
@@ -65,21 +218,19 @@ def create_app(
         store = store or default_store
         identity = identity or default_identity
     clock = clock or SystemClock()
-    bus = None
-    if settings.bus_url and notifier is None:
-        from agenthub.bucketsync.bus import RedisBus
-
-        bus = RedisBus(settings.bus_url, settings.bus_key_prefix)
-        notifier = bus
-    hub = build_hub(settings, store, identity, clock, notifier=notifier)
+    bus = (
+        redis_bus(settings.bus_url, settings.bus_key_prefix)
+        if settings.bus_url and notifier is None
+        else None
+    )
+    hub = build_hub(
+        settings, store, identity, clock, notifier=notifier, timer=timer or LoopTimer(), bus=bus
+    )
     scoring = (
         build_scoring(hub, runner=job_runner, quota_lock=quota_lock)
         if settings.jobs_enabled
         else None
     )
-    install_longpoll(hub, timer or LoopTimer())
-    if bus is not None:
-        share_state_through(hub, bus)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -112,50 +263,7 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
-    from agenthub.bucketsync.settings import load_settings
-
     return create_app(load_settings())
-
-
-def install_longpoll(hub: Hub, timer: Timer) -> None:
-    """The waiter registry, fed by the notifier (seed §13)."""
-    s = hub.settings
-    registry = WaiterRegistry(
-        hub.clock,
-        max_per_owner=s.longpoll_max_waiters_per_owner,
-        max_total=s.longpoll_max_waiters_total,
-        spread_threshold=s.longpoll_wake_spread_threshold,
-        spread_s=s.longpoll_wake_spread_s,
-    )
-    hub.longpoll = LongPoll(registry, timer, hub.clock, max_wait_s=s.longpoll_max_wait_s)
-    if hub.notifier is not None:
-        hub.notifier.subscribe(registry.deliver)
-
-
-def share_state_through(hub: Hub, bus: RedisBus) -> None:
-    """Many workers: limiters, dedup, stamps and locks move to Redis; writes invalidate
-    other workers' read-model folders (bucketsync.md, "Scaling out")."""
-    import redis
-    from limits.storage import RedisStorage
-
-    from agenthub.bucketsync.context import Limiters
-    from agenthub.bucketsync.locks import RedisLocks
-    from agenthub.bucketsync.redisstate import RedisDedup, RedisLimiter, RedisStampClaims
-
-    prefix = hub.settings.bus_key_prefix
-    storage = RedisStorage(bus.url, key_prefix=f"{prefix}limits")
-    hub.limiters = Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage))
-    client = redis.Redis.from_url(bus.url, socket_timeout=5)
-    hub.dedup = RedisDedup(client, prefix)
-    hub.stamps.shared_claim = RedisStampClaims(client, prefix).claim
-    hub.locks = RedisLocks(client, prefix)
-    hub.folder_listeners.append(bus.folders_changed)
-
-    def invalidate(folders: frozenset[str]) -> None:
-        for folder in folders:
-            hub.read_model.invalidate(folder)
-
-    bus.on_folders_changed(invalidate)
 
 
 def prepare_buckets(hub: Hub) -> None:

@@ -89,7 +89,7 @@ def users_add(
     email: str | None = typer.Option(None, "--email", help="Optional email."),
 ) -> None:
     """Create a user in the org and print the new token alone on stdout."""
-    from agenthub.bucketsync.identity import add_user
+    from agenthub.bucketsync.identity.local import add_user
     from agenthub.bucketsync.settings import OfflineSettings
 
     data_dir = OfflineSettings().data_dir
@@ -103,7 +103,7 @@ def backfill_inbox(
 ) -> None:
     """Rebuild inbox copies from the board history (offline, idempotent)."""
     from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.backfill import backfill_inbox as run
+    from agenthub.bucketsync.board.backfill import backfill_inbox as run
 
     settings = load_settings()
     store, _identity = default_adapters(settings)
@@ -122,7 +122,7 @@ def mcp() -> None:
     """Serve bucket-sync's agent tools over MCP on stdio (digest, post_message, read_inbox,
     wait_for_updates, promote_result, leaderboard). Configured by BUCKETSYNC_URL, AGENT_ID,
     SCRATCH_BUCKET, and BUCKETSYNC_TOKEN (local mode) or a logged-in `hf` CLI."""
-    from agenthub.bucketsync.mcpserver import McpConfig, McpConfigError, serve_stdio
+    from agenthub.bucketsync.agentside.mcp import McpConfig, McpConfigError, serve_stdio
 
     try:
         config = McpConfig.from_env()
@@ -139,9 +139,7 @@ app.add_typer(verify_app, name="verify")
 def verify_reconcile() -> None:
     """Record verdicts of verification runs that ended while nobody watched, and finish the
     status files of agent runs likewise (idempotent, safe to schedule)."""
-    from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.context import build_hub
-    from agenthub.bucketsync.scoring import build_scoring
+    from agenthub.bucketsync.app import build_hub, build_scoring, default_adapters
     from agenthub.clock import SystemClock
 
     settings = load_settings()
@@ -174,9 +172,8 @@ def challenge_install(
 ) -> None:
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
-    from agenthub.bucketsync.app import default_adapters, prepare_buckets
-    from agenthub.bucketsync.context import build_hub
-    from agenthub.bucketsync.storage import Batch
+    from agenthub.bucketsync.app import build_hub, default_adapters, prepare_buckets
+    from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 
     settings = load_settings()

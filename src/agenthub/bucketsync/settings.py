@@ -32,6 +32,10 @@ class OfflineSettings(BaseSettings):
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
 
+    def hf_token_value(self) -> str | None:
+        """The HF token in clear, for the one adapter call that needs it."""
+        return self.hf_token.get_secret_value() if self.hf_token is not None else None
+
 
 class BucketSyncSettings(OfflineSettings):
     org: str = Field(alias="ORG")

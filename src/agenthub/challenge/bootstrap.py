@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agenthub.bucketsync.storage import Batch, BucketStore
+from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.challenge.readme import agent_readme
 from agenthub.challenge.schema import Challenge
 

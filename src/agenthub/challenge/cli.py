@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from agenthub.bucketsync.settings import OfflineSettings
-from agenthub.bucketsync.storage import BucketStore
+from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.clierrors import CliError, Commands
@@ -44,14 +44,13 @@ def init(
     settings = OfflineSettings()
     data_dir = data_dir or settings.data_dir
     if target == "local":
-        from agenthub.bucketsync.localstore import LocalBucketStore
+        from agenthub.bucketsync.app import local_store
 
-        store: BucketStore = LocalBucketStore(data_dir)
+        store: BucketStore = local_store(data_dir)
     elif target == "hf":
-        from agenthub.bucketsync.hfstore import HfBucketStore
+        from agenthub.bucketsync.app import hf_store
 
-        token = settings.hf_token.get_secret_value() if settings.hf_token is not None else None
-        store = HfBucketStore(token=token)
+        store = hf_store(settings.hf_token_value())
     else:
         raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(
@@ -91,8 +90,7 @@ def evaluate(
     """eval-space mode: score pending results on the private eval set and record verdicts
     (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
     in the verification index are never overwritten."""
-    from agenthub.bucketsync.app import default_adapters
-    from agenthub.bucketsync.context import build_hub
+    from agenthub.bucketsync.app import build_hub, default_adapters
     from agenthub.bucketsync.settings import load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agenthub.bucketsync import naming
-from agenthub.bucketsync.context import Hub
-from agenthub.bucketsync.jobs import STATUS_FILE
-from agenthub.bucketsync.leaderboard import score_of
-from agenthub.bucketsync.verifier import Located, VerdictBook
+from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.results.leaderboard import score_of
+from agenthub.bucketsync.scoring.jobs import STATUS_FILE
+from agenthub.bucketsync.scoring.verdicts import Located, VerdictBook
 
-log = logging.getLogger("agenthub.challenge.evaluate")
+log = logging.getLogger(__name__)
 
 Evaluate = Callable[[Path, Path], Mapping[str, Any]]
 # Ledger states after which a pass leaves a result alone (a human or a new promotion decides).

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from tests.bucketsync.conftest import ORG, World, make_settings
 from tests.bucketsync.dashboard.browser import chromium
 from tests.support.servers import live_server

@@ -21,9 +21,9 @@ from fastapi.testclient import TestClient
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.oauth import SignInFailed, redirect_uri, safe_next
 from agenthub.bucketsync.dashboard.routes import SESSION_COOKIE
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, make_settings
 

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.app import create_dashboard_app
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from tests.bucketsync.conftest import ORG, World, make_settings
 from tests.bucketsync.live_support import LiveWorld, live
 

@@ -14,11 +14,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.identity import LocalIdentity
-from agenthub.bucketsync.jobrunner import JobRunner
-from agenthub.bucketsync.localstore import LocalBucketStore
+from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.settings import BucketSyncSettings
-from agenthub.bucketsync.storage import Batch, BucketStore
+from agenthub.bucketsync.storage.base import Batch, BucketStore
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
 

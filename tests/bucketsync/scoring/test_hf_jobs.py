@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.hfidentity import HfIdentity
-from agenthub.bucketsync.hfjobs import HfJobRunner
-from agenthub.bucketsync.hfstore import HfBucketStore
-from agenthub.bucketsync.jobrunner import JobRunnerUnavailable, JobSpec, Mount
+from agenthub.bucketsync.identity.hf import HfIdentity
+from agenthub.bucketsync.runners.base import JobRunnerUnavailable, JobSpec, Mount
+from agenthub.bucketsync.runners.hf import HfJobRunner
+from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import make_settings
 from tests.bucketsync.hf_fake import FakeHub
@@ -81,7 +81,7 @@ def test_bs_4_49_launch_mounts_bucket_volumes_with_explicit_namespace(fake: Fake
 
 
 def test_bs_4_46_refused_launch_and_outage_are_translated(fake: FakeJobsHub) -> None:
-    from agenthub.bucketsync.jobrunner import JobLaunchError
+    from agenthub.bucketsync.runners.base import JobLaunchError
 
     runner = HfJobRunner(token="hf_admin", namespace="acme", api=fake)
     fake.refuse_launch = True

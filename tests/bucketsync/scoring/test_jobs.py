@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from agenthub.bucketsync.errors import StorageUnavailable
-from agenthub.bucketsync.jobrunner import JobSpec, LaunchedJob
-from agenthub.bucketsync.localjobs import LocalJobRunner
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.runners.base import JobSpec, LaunchedJob
+from agenthub.bucketsync.runners.local import LocalJobRunner
+from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.scoring.conftest import AppFactory, ScoringWorld, eventually
 
@@ -263,7 +263,7 @@ def test_bs_4_44_twenty_concurrent_launches_start_exactly_ten(
 def test_bs_4_44_without_the_lock_the_quota_overshoots(
     scoring_world: AppFactory, tmp_path: Path
 ) -> None:
-    from agenthub.bucketsync.quota import JobQuota
+    from agenthub.bucketsync.scoring.quota import JobQuota
 
     runner = SlowLaunch(LocalJobRunner(tmp_path / "data"), 0.3)
     world = scoring_world(job_runner=runner)

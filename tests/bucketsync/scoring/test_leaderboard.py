@@ -7,8 +7,8 @@ import itertools
 import json
 from typing import Any
 
-from agenthub.bucketsync.leaderboard import Entry, rank
-from agenthub.bucketsync.storage import Batch
+from agenthub.bucketsync.results.leaderboard import Entry, rank
+from agenthub.bucketsync.storage.base import Batch
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World
 
@@ -275,7 +275,7 @@ def test_bs_4_60_any_verification_mode_works_through_the_index(
 def test_bs_7_27_incremental_ranking_equals_the_pure_function_after_edits(
     world: World, clock: FrozenClock
 ) -> None:
-    from agenthub.bucketsync.leaderboard import result_entries
+    from agenthub.bucketsync.results.leaderboard import result_entries
 
     for agent in ("agent-1", "agent-2", "agent-3"):
         world.agent(agent)

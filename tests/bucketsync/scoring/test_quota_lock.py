@@ -13,9 +13,9 @@ import pytest
 import redis
 
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, RateLimited
-from agenthub.bucketsync.localstore import LocalBucketStore
-from agenthub.bucketsync.locks import RedisLocks
-from agenthub.bucketsync.quota import JobQuota, NamedQuotaLock, QuotaLedger
+from agenthub.bucketsync.scaleout.state import RedisLocks
+from agenthub.bucketsync.scoring.quota import JobQuota, NamedQuotaLock, QuotaLedger
+from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.support.redisdb import require_redis
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agenthub.bucketsync.jobrunner import JobState
-from agenthub.bucketsync.localjobs import LocalJobRunner
-from agenthub.bucketsync.storage import Batch
-from agenthub.bucketsync.verifier import Verifier, verdict_for
+from agenthub.bucketsync.runners.base import JobState
+from agenthub.bucketsync.runners.local import LocalJobRunner
+from agenthub.bucketsync.scoring.verdicts import verdict_for
+from agenthub.bucketsync.scoring.verifier import Verifier
+from agenthub.bucketsync.storage.base import Batch
 from agenthub.cli import app as cli
 from tests.bucketsync.scoring.conftest import AppFactory, ScoringWorld, eventually
 from tests.bucketsync.scoring.test_jobs import probe_submission, use_probe

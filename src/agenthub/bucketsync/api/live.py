@@ -16,10 +16,14 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import board, channels, channelviews, updates
 from agenthub.bucketsync.api.routes import caller_info, hub_of
-from agenthub.bucketsync.context import Hub
+from agenthub.bucketsync.board import read as board
+from agenthub.bucketsync.channels import read as channelviews
+from agenthub.bucketsync.channels import write as channels
+from agenthub.bucketsync.core import access
+from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
+from agenthub.bucketsync.live import updates
 
 router = APIRouter(prefix="/v1")
 
@@ -102,7 +106,7 @@ async def inbox(handle: str, request: Request) -> dict[str, Any]:
     params = dict(request.query_params)
 
     def prepare() -> list[str]:
-        channels.require_handle(hub, handle)
+        access.require_handle(hub, handle)
         return [f"inbox:{handle}"]
 
     return await watched(
@@ -133,7 +137,7 @@ async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> d
     params = dict(request.query_params)
 
     def prepare() -> list[str]:
-        channels.require_handle(hub, as_)
+        access.require_handle(hub, as_)
         return [f"channel:{name}" for name in channels.subscriptions(hub, as_)]
 
     return await watched(

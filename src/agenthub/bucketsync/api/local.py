@@ -6,9 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Header, Request, Response
 from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
 
-from agenthub.bucketsync import scratch
 from agenthub.bucketsync.api.routes import hub_of
+from agenthub.bucketsync.files import scratch
 
 router = APIRouter(prefix="/local/buckets")
 
@@ -46,8 +47,6 @@ async def put(
     request: Request,
     authorization: str | None = Header(None),
 ) -> dict[str, Any]:
-    from starlette.concurrency import run_in_threadpool
-
     data = await request.body()
     return await run_in_threadpool(
         scratch.put, hub_of(request), authorization, f"{namespace}/{name}", path, data

@@ -8,9 +8,17 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agenthub.bucketsync import agents, board, discovery, leaderboard, messages, results, sync
-from agenthub.bucketsync.context import CallerInfo, Hub
+from agenthub.bucketsync.agents import read as agents
+from agenthub.bucketsync.agents import write as registration
+from agenthub.bucketsync.api import discovery
+from agenthub.bucketsync.board import read as board
+from agenthub.bucketsync.board import write as messages
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.errors import JobsDisabled
+from agenthub.bucketsync.files import sync
+from agenthub.bucketsync.live import digest as snapshot
+from agenthub.bucketsync.results import leaderboard
+from agenthub.bucketsync.results import write as results
 
 router = APIRouter(prefix="/v1")
 
@@ -62,7 +70,7 @@ def healthz(request: Request) -> dict[str, Any]:
 def register(
     body: RegisterBody, request: Request, authorization: str | None = Header(None)
 ) -> dict[str, Any]:
-    return agents.register(
+    return registration.register(
         hub_of(request),
         authorization=authorization,
         agent_id=body.agent_id,
@@ -122,7 +130,7 @@ def digest(
     since: str | None = Query(None),
     after: str | None = Query(None),
 ) -> dict[str, Any]:
-    return board.digest(hub_of(request), as_handle=as_, since=since, after=after)
+    return snapshot.digest(hub_of(request), as_handle=as_, since=since, after=after)
 
 
 class SourceBody(BaseModel):

@@ -8,8 +8,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from agenthub.bucketsync import traces
 from agenthub.bucketsync.api.routes import caller_info, hub_of
+from agenthub.bucketsync.traces import read as traces
+from agenthub.bucketsync.traces.write import promote_trace
 
 router = APIRouter(prefix="/v1")
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "share_trace.py"
@@ -23,9 +24,7 @@ class TraceBody(BaseModel):
 
 @router.post("/traces", status_code=201)
 def promote(body: TraceBody, request: Request) -> dict[str, Any]:
-    return traces.promote_trace(
-        hub_of(request), body.source, body.share, caller_info=caller_info(request)
-    )
+    return promote_trace(hub_of(request), body.source, body.share, caller_info=caller_info(request))
 
 
 @router.get("/traces")

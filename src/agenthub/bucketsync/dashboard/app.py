@@ -15,7 +15,7 @@ from agenthub.bucketsync.dashboard.oauth import (
 )
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy
 from agenthub.bucketsync.dashboard.routes import POLL_S, build_router
-from agenthub.bucketsync.identity import Identity
+from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.clock import Clock
 

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 import httpx
 
 from agenthub.bucketsync.errors import InvalidRequest, SignInFailed, Unauthorized
-from agenthub.bucketsync.identity import Identity
+from agenthub.bucketsync.identity.base import Identity
 from agenthub.clock import Clock
 
 CALLBACK_PATH = "/dashboard/oauth/callback"

@@ -1,0 +1,1 @@
+"""Registration (`write.py`) and the agents read side (`read.py`)."""

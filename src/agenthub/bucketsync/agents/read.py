@@ -1,0 +1,88 @@
+"""The agents read side: registrations (list, one agent) and `GET /v1/me`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agenthub.bucketsync.core import listing, naming
+from agenthub.bucketsync.core.access import bearer_caller, require_registered
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.errors import StorageUnavailable
+
+
+def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
+    """`GET /v1/me`: the caller and whether they are an organizer (a UI hint only; a failed
+    role lookup reads as not-an-organizer rather than an error)."""
+    caller = bearer_caller(hub, authorization)
+    org = hub.settings.org
+    try:
+        role = caller.orgs.get(org) or hub.identity.org_role(org, caller.user, caller.email)
+    except StorageUnavailable:
+        role = caller.orgs.get(org)
+    return {
+        "hf_user": caller.user,
+        "handle": f"human-{caller.user.lower()}",
+        "is_member": caller.is_member(org) or role is not None,
+        "is_organizer": role == "admin",
+    }
+
+
+def agent_info(record: Record) -> dict[str, Any]:
+    fm = record.frontmatter
+    tools = fm.get("tools")
+    return {
+        "agent_id": record.filename.removesuffix(".md"),
+        "hf_user": fm.get("hf_user"),
+        "model": fm.get("model"),
+        "harness": fm.get("harness"),
+        "tools": tools if isinstance(tools, list) else [],
+        "agent_bucket": fm.get("agent_bucket"),
+        "joined": fm.get("joined"),
+        "bio": record.body.strip(),
+    }
+
+
+AGENT_FILTERS = ("hf_user", "model", "harness")
+
+
+def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
+    query = listing.parse_query(
+        params,
+        default_limit=None,
+        default_order="asc",
+        expand_max=hub.settings.expand_max_limit,
+        extra_fields=AGENT_FILTERS,
+    )
+    entries = hub.read_model.entries(naming.AGENTS)
+    paths = {
+        path.removeprefix(naming.AGENTS).removesuffix(".md"): path
+        for path in entries
+        if path.endswith(".md") and "/" not in path.removeprefix(naming.AGENTS)
+    }
+    listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
+
+    def joined_stamp(_key: str, record: Record | None) -> str | None:
+        joined = record.frontmatter.get("joined") if record else None
+        if not joined:
+            return None
+        try:
+            return naming.normalize_time_bound(str(joined), name="joined")
+        except Exception:
+            return None
+
+    return listing.page(
+        listed,
+        query,
+        load=lambda ps: hub.read_model.records(ps, naming.AGENTS),
+        render=lambda _key, record: agent_info(record),
+        stamp_of=joined_stamp,
+        agent_of=lambda key: key,
+        time_from_content=bool(query.since or query.until),
+    )
+
+
+def get_agent(hub: Hub, agent_id: str) -> dict[str, Any]:
+    naming.validate_agent_id(agent_id)
+    return agent_info(require_registered(hub, agent_id))

@@ -1,0 +1,320 @@
+"""`agenthub bucketsync mcp`: bucket-sync as MCP tools for agent harnesses (stdio).
+
+The tools do what an agent does over HTTP, as that agent (`AGENT_ID`): read the digest,
+post a message, read the inbox, block waiting for updates, promote a result, read the
+leaderboard. Identity comes from the agent's scratch bucket exactly as over HTTP: a post
+or a result is first written into `SCRATCH_BUCKET`, then promoted by its `hf://` source,
+so bucket-sync attributes it to the bucket's owner and nobody else.
+
+Harnesses ignore MCP push notifications, so waiting is a tool call: `wait_for_updates`
+parks on `/v1/updates?wait=` through the Python watch client (`watch.WatchClient`, the
+same cursor and state directory as `collab_watch.sh`) and returns on mail or timeout.
+
+Scratch-bucket writes go through a small `ScratchWriter`: `LocalScratchWriter` (bucket-sync's
+`/local/buckets` API with `BUCKETSYNC_TOKEN`, for local mode) or `HfCliScratchWriter` (the
+`hf buckets cp` command, logged in as the agent's user, for Hugging Face).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from agenthub.bucketsync.agentside.watch import Page, WatchClient, WatchError, default_state_dir
+from agenthub.bucketsync.core import frontmatter
+
+
+class McpConfigError(Exception):
+    """The server's environment is incomplete; the message names the variable and the fix."""
+
+
+class ToolFailure(Exception):
+    """A tool call bucket-sync refused; the message carries its error and hint."""
+
+
+class ScratchWriter(Protocol):
+    def write(self, bucket: str, path: str, data: bytes) -> None: ...
+
+
+class LocalScratchWriter:
+    """Local mode: `PUT /local/buckets/{bucket}/files/{path}` as the bucket's owner."""
+
+    def __init__(self, http: httpx.Client, token: str) -> None:
+        self.http = http
+        self.token = token
+
+    def write(self, bucket: str, path: str, data: bytes) -> None:
+        response = self.http.put(
+            f"/local/buckets/{bucket}/files/{path}",
+            content=data,
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        if response.status_code >= 400:
+            raise ToolFailure(f"writing hf://buckets/{bucket}/{path}: {_error_text(response)}")
+
+
+class HfCliScratchWriter:
+    """Hugging Face: `hf buckets cp <file> hf://buckets/{bucket}/{path}`."""
+
+    def __init__(self, hf: str = "hf") -> None:
+        self.hf = hf
+
+    def write(self, bucket: str, path: str, data: bytes) -> None:
+        with tempfile.TemporaryDirectory(prefix="agenthub-mcp-") as tmp:
+            local = Path(tmp) / "upload"
+            local.write_bytes(data)
+            done = subprocess.run(
+                [self.hf, "buckets", "cp", str(local), f"hf://buckets/{bucket}/{path}"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        if done.returncode != 0:
+            raise ToolFailure(
+                f"`hf buckets cp` to hf://buckets/{bucket}/{path} failed: "
+                f"{(done.stderr or done.stdout).strip()} (is `hf auth login` done as the "
+                "bucket's owner?)"
+            )
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    url: str
+    agent_id: str
+    scratch_bucket: str
+    token: str | None
+    watch_dir: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> McpConfig:
+        env = os.environ if env is None else env
+        missing = [
+            f"{name} ({why})"
+            for name, why in (
+                ("BUCKETSYNC_URL", "bucket-sync's base URL, e.g. http://127.0.0.1:8300"),
+                ("AGENT_ID", "your registered agent id"),
+                ("SCRATCH_BUCKET", "your scratch bucket, e.g. acme/primes-my-agent"),
+            )
+            if not env.get(name)
+        ]
+        if missing:
+            raise McpConfigError("set " + "; ".join(missing))
+        watch_dir = env.get("COLLAB_WATCH_DIR")
+        return cls(
+            url=env["BUCKETSYNC_URL"].rstrip("/"),
+            agent_id=env["AGENT_ID"],
+            scratch_bucket=env["SCRATCH_BUCKET"].strip("/"),
+            token=env.get("BUCKETSYNC_TOKEN") or None,
+            watch_dir=Path(watch_dir) if watch_dir else None,
+        )
+
+
+class AgentSession:
+    """What the MCP tools do, as plain synchronous calls (one agent, one server)."""
+
+    def __init__(
+        self, config: McpConfig, *, writer: ScratchWriter | None = None, timeout_s: float = 30.0
+    ) -> None:
+        self.config = config
+        self.http = httpx.Client(base_url=config.url, timeout=timeout_s)
+        if writer is None:
+            if config.token:
+                writer = LocalScratchWriter(self.http, config.token)
+            elif shutil.which("hf"):
+                writer = HfCliScratchWriter()
+            else:
+                raise McpConfigError(
+                    "no way to write your scratch bucket: set BUCKETSYNC_TOKEN (local mode) "
+                    "or install the `hf` CLI and run `hf auth login` (Hugging Face)"
+                )
+        self.writer = writer
+        self._watch: WatchClient | None = None
+
+    # -- reads ------------------------------------------------------------------------
+    def digest(self) -> dict[str, Any]:
+        return self._json(self.http.get("/v1/digest", params={"as": self.config.agent_id}))
+
+    def read_inbox(self, after: str | None = None, limit: int = 20) -> dict[str, Any]:
+        params = {"expand": "true", "limit": str(limit)}
+        if after:
+            params["after"] = after
+        return self._json(self.http.get(f"/v1/inbox/{self.config.agent_id}", params=params))
+
+    def leaderboard(self, verification: str | None = None) -> dict[str, Any]:
+        params = {"verification": verification} if verification else {}
+        return self._json(self.http.get("/v1/leaderboard", params=params))
+
+    def wait_for_updates(self, timeout_s: float = 25.0) -> dict[str, Any]:
+        """Block until something new arrives for this agent, or `timeout_s` passes. The
+        first call remembers where the stream is now; each delivery advances the cursor."""
+        watch = self._watcher()
+        try:
+            page: Page | None = watch.next_page(max_wait=max(0.0, timeout_s))
+        except WatchError as exc:
+            raise ToolFailure(str(exc)) from None
+        if page is None:
+            return {"items": [], "cursor": watch.cursor(), "timed_out": True}
+        watch.ack(page)
+        return {**page, "timed_out": False}
+
+    # -- writes -----------------------------------------------------------------------
+    def post_message(
+        self, body: str, *, type: str | None = None, path: str | None = None
+    ) -> dict[str, Any]:
+        fm = {"type": type} if type else {}
+        data = frontmatter.render(fm, body) if fm else body.encode()
+        target = path or f"mcp/messages/{self._unique()}.md"
+        self.writer.write(self.config.scratch_bucket, target, data)
+        return self._json(self.http.post("/v1/messages", json={"source": self._uri(target)}))
+
+    def promote_result(
+        self,
+        fields: Mapping[str, Any] | None = None,
+        notes: str = "",
+        *,
+        path: str | None = None,
+    ) -> dict[str, Any]:
+        """Write a result file (frontmatter `fields` + `notes`) and promote it; with only
+        `path`, promote a result already in the scratch bucket."""
+        if fields:
+            target = path or f"results/{self._unique()}.md"
+            self.writer.write(
+                self.config.scratch_bucket, target, frontmatter.render(dict(fields), notes)
+            )
+        elif path:
+            target = path
+        else:
+            raise ToolFailure(
+                "give the result's frontmatter `fields` (score, method, status, description), "
+                "or the `path` of a result file already in your scratch bucket"
+            )
+        return self._json(self.http.post("/v1/results", json={"source": self._uri(target)}))
+
+    # -- helpers ----------------------------------------------------------------------
+    def _watcher(self) -> WatchClient:
+        if self._watch is None:
+            state = (
+                self.config.watch_dir / self.config.agent_id
+                if self.config.watch_dir is not None
+                else default_state_dir(self.config.url, self.config.agent_id)
+            )
+            self._watch = WatchClient(
+                self.config.url, self.config.agent_id, stream="updates", state_dir=state
+            )
+        return self._watch
+
+    def _uri(self, path: str) -> str:
+        return f"hf://buckets/{self.config.scratch_bucket}/{path}"
+
+    @staticmethod
+    def _unique() -> str:
+        return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+    @staticmethod
+    def _json(response: httpx.Response) -> dict[str, Any]:
+        if response.status_code >= 400:
+            raise ToolFailure(_error_text(response))
+        body = response.json()
+        return body if isinstance(body, dict) else {"items": body}
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        self.http.close()
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"{response.status_code}: {response.text[:500]}"
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("code", "message", "hint") if error.get(k)]
+        return f"{response.status_code}: " + " | ".join(parts)
+    return f"{response.status_code}: {error}"
+
+
+def build_server(session: AgentSession) -> Any:
+    """The FastMCP server whose tools call `session` off the event loop."""
+    # Lazy vendor import: the MCP SDK loads only for `agenthub bucketsync mcp`, not for the
+    # watch client that shares this package.
+    import anyio
+    from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    server = FastMCP(
+        "agenthub-bucketsync",
+        log_level="WARNING",
+        instructions=(
+            f"You are agent {session.config.agent_id!r} on the collaboration service "
+            f"{session.config.url}. Read `digest` first; call `wait_for_updates` when idle."
+        ),
+    )
+
+    async def call(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        except ToolFailure as exc:
+            raise ToolError(str(exc)) from None
+        return result
+
+    @server.tool()
+    async def digest() -> dict[str, Any]:
+        """What changed for you: new mail, board activity, results and your position."""
+        return await call(session.digest)
+
+    @server.tool()
+    async def post_message(
+        body: str, type: str | None = None, path: str | None = None
+    ) -> dict[str, Any]:
+        """Post a markdown message to the board (`@agent-id` mentions reach inboxes). It is
+        written to your scratch bucket (at `path`, or a fresh file) and then promoted."""
+        return await call(session.post_message, body, type=type, path=path)
+
+    @server.tool()
+    async def read_inbox(after: str | None = None, limit: int = 20) -> dict[str, Any]:
+        """Messages that mention you, expanded; pass the returned `cursor` as `after`."""
+        return await call(session.read_inbox, after, limit)
+
+    @server.tool()
+    async def wait_for_updates(timeout_s: float = 25.0) -> dict[str, Any]:
+        """Block until something new arrives for you (mail, board, results) or `timeout_s`
+        passes; returns the new items, or `timed_out: true`. Call it again to keep waiting."""
+        return await call(session.wait_for_updates, timeout_s)
+
+    @server.tool()
+    async def promote_result(
+        fields: dict[str, Any] | None = None, notes: str = "", path: str | None = None
+    ) -> dict[str, Any]:
+        """Promote a result: `fields` is its frontmatter (the score field, method, status
+        `agent-run` or `negative`, description, and `artifacts:` naming your submission
+        folder), `notes` its markdown body; or only `path` of a result already written."""
+        return await call(session.promote_result, fields, notes, path=path)
+
+    @server.tool()
+    async def leaderboard(verification: str | None = None) -> dict[str, Any]:
+        """The ranked results (optionally only `valid`, `pending` ... verdicts)."""
+        return await call(session.leaderboard, verification)
+
+    return server
+
+
+def serve_stdio(config: McpConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # stderr stays for real problems
+    session = AgentSession(config)
+    try:
+        build_server(session).run(transport="stdio")
+    finally:
+        session.close()

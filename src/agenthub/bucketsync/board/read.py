@@ -1,0 +1,95 @@
+"""Reading the board and inboxes — composed entirely from the read model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agenthub.bucketsync.core import listing, naming
+from agenthub.bucketsync.core.access import require_registered
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.records import render_record, stamped_index
+from agenthub.bucketsync.errors import NotFound
+from agenthub.bucketsync.storage.base import FileEntry
+
+
+def _inbox_index(entries: dict[str, FileEntry]) -> dict[str, dict[str, str]]:
+    by_handle: dict[str, dict[str, str]] = {}
+    for path in entries:
+        rest = path[len(naming.INBOX) :]
+        handle, _, filename = rest.partition("/")
+        if "/" in filename or naming.parse_stamped_filename(filename) is None:
+            continue
+        by_handle.setdefault(handle, {})[filename] = path
+    return by_handle
+
+
+def _query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
+    return listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+
+
+def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
+    query = _query(hub, params)
+    listed = hub.read_model.derived(
+        naming.MESSAGE_BOARD, "stamped", stamped_index(naming.MESSAGE_BOARD)
+    )
+    return listing.page(
+        listed,
+        query,
+        load=lambda ps: hub.read_model.records(ps, naming.MESSAGE_BOARD),
+        render=lambda _key, record: render_record(record),
+        memo=hub.read_model.filter_memo(naming.MESSAGE_BOARD),
+    )
+
+
+def get_message(hub: Hub, filename: str) -> dict[str, Any]:
+    record = None
+    if naming.parse_stamped_filename(filename) is not None:
+        record = hub.read_model.record(f"{naming.MESSAGE_BOARD}{filename}", naming.MESSAGE_BOARD)
+    if record is None:
+        raise NotFound(
+            f"no message {filename!r} on the board", hint="list them with GET /v1/messages"
+        )
+    return render_record(record)
+
+
+class _InboxLoader:
+    """Loads inbox records from two folders: the handle's copies and the broadcasts."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    def __call__(self, paths: list[str] | Any) -> dict[str, Record]:
+        inbox = [p for p in paths if p.startswith(naming.INBOX)]
+        broadcasts = [p for p in paths if p.startswith(naming.BROADCASTS)]
+        found = self.hub.read_model.records(inbox, naming.INBOX) if inbox else {}
+        if broadcasts:
+            found.update(self.hub.read_model.records(broadcasts, naming.BROADCASTS))
+        return found
+
+
+def inbox_listed(hub: Hub, handle: str) -> listing.Listed:
+    """The handle's inbox copies plus every broadcast, deduped by filename (§11)."""
+    naming.validate_handle(handle)
+    if not naming.is_human_handle(handle):
+        require_registered(hub, handle)
+    copies = hub.read_model.derived(naming.INBOX, "by_handle", _inbox_index).get(handle, {})
+    broadcasts = hub.read_model.derived(
+        naming.BROADCASTS, "stamped", stamped_index(naming.BROADCASTS)
+    )
+    paths = dict(copies)
+    for key in broadcasts.keys:
+        paths.setdefault(key, broadcasts.paths[key])
+    return listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
+
+
+def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
+    query = _query(hub, params)
+    listed = inbox_listed(hub, handle)
+    return listing.page(
+        listed,
+        query,
+        load=_InboxLoader(hub),
+        render=lambda _key, record: render_record(record),
+    )

@@ -1,0 +1,68 @@
+"""Who may act: the bearer caller, registration lookups, organizer and handle checks."""
+
+from __future__ import annotations
+
+from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.errors import (
+    NotOrganizer,
+    NotRegistered,
+    OrganizerCheckUnavailable,
+    StorageUnavailable,
+    Unauthorized,
+)
+from agenthub.bucketsync.identity.base import Caller
+
+
+def bearer_caller(hub: Hub, authorization: str | None) -> Caller:
+    """Resolve `Authorization: Bearer <token>` through the Identity port (401 otherwise)."""
+    if not authorization:
+        raise Unauthorized(
+            "this endpoint needs Authorization: Bearer <token>",
+            hint="send your HF token as a Bearer token",
+        )
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+    return hub.identity.whoami(token.strip())
+
+
+def is_registered(hub: Hub, agent_id: str) -> bool:
+    return naming.registration_path(agent_id) in hub.read_model.entries(naming.AGENTS)
+
+
+def registration(hub: Hub, agent_id: str) -> Record | None:
+    return hub.read_model.record(naming.registration_path(agent_id), naming.AGENTS)
+
+
+def require_registered(hub: Hub, agent_id: str) -> Record:
+    record = registration(hub, agent_id)
+    if record is None:
+        raise NotRegistered(
+            f"agent {agent_id!r} is not registered",
+            hint="register first: POST /v1/agents/register",
+        )
+    return record
+
+
+def require_organizer(hub: Hub, user: str, email: str | None) -> None:
+    try:
+        role = hub.identity.org_role(hub.settings.org, user, email)
+    except StorageUnavailable as exc:
+        raise OrganizerCheckUnavailable(
+            "could not check organizer status; nothing was posted",
+            hint="retry in a few seconds",
+        ) from exc
+    if role != "admin":
+        raise NotOrganizer(
+            "only organizers (org admins) can broadcast", hint="post without broadcast"
+        )
+
+
+def require_handle(hub: Hub, handle: str) -> str:
+    """A handle a read may watch: `human-*` or a registered agent (checked before parking)."""
+    naming.validate_handle(handle)
+    if not naming.is_human_handle(handle):
+        require_registered(hub, handle)
+    return handle

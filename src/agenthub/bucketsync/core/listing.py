@@ -1,0 +1,268 @@
+"""The shared list grammar of `/v1/messages`, `/v1/agents`, `/v1/inbox/{handle}` (and later
+results/channels): filters, `q`, `expand`, `limit`/`order`, exclusive filename cursors, and
+the `count`/`matched`/`next`/`cursor` envelope."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agenthub.bucketsync.core.naming import (
+    STAMP_LEN,
+    normalize_time_bound,
+    parse_stamped_filename,
+    validate_handle,
+)
+from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.errors import InvalidQuery
+
+VERIFICATION_STATES = ("pending", "valid", "invalid")
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no", ""}
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    since: str | None = None
+    until: str | None = None
+    agent: str | None = None
+    type: str | None = None
+    via: str | None = None
+    status: str | None = None
+    verification: tuple[str, ...] | None = None
+    q: str | None = None
+    expand: bool = False
+    limit: int | None = None
+    order: str = "desc"
+    after: str | None = None
+    before: str | None = None
+    fields: tuple[tuple[str, str], ...] = ()  # extra frontmatter equality filters
+
+    @property
+    def needs_content(self) -> bool:
+        return bool(
+            self.type or self.via or self.status or self.q or self.verification or self.fields
+        )
+
+
+def parse_query(
+    params: Mapping[str, str],
+    *,
+    default_limit: int | None = 10,
+    default_order: str = "desc",
+    expand_max: int = 200,
+    extra_fields: Sequence[str] = (),
+) -> ListQuery:
+    """Validate query parameters into a `ListQuery`; a bad value is 400 INVALID_QUERY."""
+
+    def text(name: str) -> str | None:
+        value = params.get(name)
+        return value if value not in (None, "") else None
+
+    expand_raw = (params.get("expand") or "").lower()
+    if expand_raw not in _TRUE | _FALSE:
+        raise InvalidQuery(f"expand={expand_raw!r} is not a boolean", hint="use expand=true")
+    expand = expand_raw in _TRUE
+
+    order = (params.get("order") or default_order).lower()
+    if order not in ("asc", "desc"):
+        raise InvalidQuery(f"order={order!r} is not asc or desc", hint="use order=asc|desc")
+
+    limit: int | None = default_limit
+    if text("limit") is not None:
+        try:
+            limit = int(params["limit"])
+        except ValueError:
+            raise InvalidQuery(f"limit={params['limit']!r} is not an integer") from None
+        if limit < 1:
+            raise InvalidQuery("limit must be at least 1", hint="use limit=10")
+    if expand:
+        limit = min(limit or expand_max, expand_max)
+
+    since = text("since")
+    until = text("until")
+    agent = text("agent")
+    if agent is not None:
+        try:
+            validate_handle(agent)
+        except Exception:
+            raise InvalidQuery(f"agent={agent!r} is not a valid agent id") from None
+
+    verification: tuple[str, ...] | None = None
+    if text("verification") is not None:
+        states = tuple(s.strip() for s in params["verification"].split(",") if s.strip())
+        unknown = [s for s in states if s not in VERIFICATION_STATES]
+        if unknown or not states:
+            raise InvalidQuery(
+                f"verification={params['verification']!r} is not valid",
+                hint="a comma list of pending, valid, invalid",
+            )
+        verification = states
+
+    fields = tuple((name, params[name]) for name in extra_fields if text(name) is not None)
+    return ListQuery(
+        since=normalize_time_bound(since, name="since") if since else None,
+        until=normalize_time_bound(until, name="until") if until else None,
+        agent=agent,
+        type=text("type"),
+        via=text("via"),
+        status=text("status"),
+        verification=verification,
+        q=text("q"),
+        expand=expand,
+        limit=limit,
+        order=order,
+        after=text("after"),
+        before=text("before"),
+        fields=fields,
+    )
+
+
+def _stamp_of(key: str) -> str | None:
+    parsed = parse_stamped_filename(key)
+    return parsed[0] if parsed else None
+
+
+def _agent_of(key: str) -> str | None:
+    parsed = parse_stamped_filename(key)
+    return parsed[1] if parsed else None
+
+
+def in_time_range(stamp: str | None, query: ListQuery) -> bool:
+    if query.since is None and query.until is None:
+        return True
+    if stamp is None:
+        return False
+    if query.since is not None and stamp < query.since:
+        return False
+    return not (query.until is not None and stamp[: len(query.until)] > query.until)
+
+
+def matches_record(record: Record, query: ListQuery) -> bool:
+    fm = record.frontmatter
+    if query.type is not None and str(fm.get("type", "")) != query.type:
+        return False
+    if query.via is not None and str(fm.get("via", "")) != query.via:
+        return False
+    if query.status is not None and str(fm.get("status", "")) != query.status:
+        return False
+    for name, value in query.fields:
+        if str(fm.get(name, "")) != value:
+            return False
+    return query.q is None or query.q.lower() in record.search_text
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One folder's worth of candidates: `keys` sorted ascending, each mapped to a path."""
+
+    keys: Sequence[str]
+    paths: Mapping[str, str]
+    count: int
+
+
+def page(
+    listed: Listed,
+    query: ListQuery,
+    *,
+    load: Callable[[Sequence[str]], dict[str, Record]],
+    render: Callable[[str, Record], dict[str, Any]],
+    stamp_of: Callable[[str, Record | None], str | None] = lambda key, _r: _stamp_of(key),
+    agent_of: Callable[[str], str | None] = lambda key: (
+        parse_stamped_filename(key) or (None, None)
+    )[1],
+    time_from_content: bool = False,
+    memo: Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]] | None = None,
+) -> dict[str, Any]:
+    """Filter, order and page `listed` under `query`; returns the response envelope.
+
+    `memo(signature, compute)` may cache the filtered key list for one listing version, so
+    a repeated content filter (`q=`, `type=`…) does not rescan every record."""
+    keys: Sequence[str] = listed.keys
+    if query.agent is not None:
+        keys = [key for key in keys if agent_of(key) == query.agent]
+    timed = query.since is not None or query.until is not None
+    if timed and not time_from_content:
+        keys = [key for key in keys if in_time_range(stamp_of(key, None), query)]
+    records: dict[str, Record] = {}
+    if query.needs_content or (timed and time_from_content):
+        candidates = keys
+
+        def content_filter() -> list[str]:
+            loaded = load([listed.paths[key] for key in candidates])
+            records.update(
+                (key, loaded[listed.paths[key]])
+                for key in candidates
+                if listed.paths[key] in loaded
+            )
+            return [
+                key
+                for key in candidates
+                if key in records
+                and matches_record(records[key], query)
+                and (
+                    not (timed and time_from_content)
+                    or in_time_range(stamp_of(key, records[key]), query)
+                )
+            ]
+
+        signature = (
+            query.agent,
+            query.since,
+            query.until,
+            query.type,
+            query.via,
+            query.status,
+            query.q.lower() if query.q else None,
+            query.fields,
+        )
+        if memo is None:
+            keys = content_filter()
+        else:
+            # The memo may be one listing version ahead of `listed` under a racing write.
+            keys = [key for key in memo(signature, content_filter) if key in listed.paths]
+    matched = len(keys)
+
+    # Keys are sorted, so exclusive cursors are two binary searches.
+    lo = bisect.bisect_right(keys, query.after) if query.after is not None else 0
+    hi = bisect.bisect_left(keys, query.before) if query.before is not None else len(keys)
+    window = keys[lo : max(lo, hi)]
+    limit = query.limit if query.limit is not None else len(window)
+    forward = (
+        query.after is not None
+        if (query.after is None) != (query.before is None)
+        else (query.order == "asc")
+    )
+    if forward:
+        chunk = window[:limit]
+        more = len(window) > limit
+    else:
+        chunk = window[len(window) - limit :] if limit else []
+        chunk = chunk[::-1]
+        more = len(window) > limit
+    next_key = chunk[-1] if (more and chunk) else None
+    ordered = sorted(chunk, reverse=query.order == "desc")
+
+    if query.expand:
+        missing = [listed.paths[key] for key in ordered if key not in records]
+        if missing:
+            loaded = load(missing)
+            for key in ordered:
+                if key not in records and listed.paths[key] in loaded:
+                    records[key] = loaded[listed.paths[key]]
+        items: list[Any] = [render(key, records[key]) for key in ordered if key in records]
+    else:
+        items = list(ordered)
+    return {
+        "count": listed.count,
+        "matched": matched,
+        "items": items,
+        "next": next_key,
+        "cursor": max(chunk) if chunk else None,
+    }
+
+
+def stamp_prefix(filename: str) -> str:
+    return filename[:STAMP_LEN]

@@ -1,0 +1,78 @@
+"""The `Notifier` port: the write path announces each committed write here, after every
+write-through (so a woken waiter's re-check sees the record it was woken for).
+
+Two adapters: `InProcessNotifier` (default; one worker) and `scaleout.bus.RedisBus` (many
+workers).
+Listeners — the long-poll registry — subscribe to either. Wake keys are `inbox:{handle}`,
+`channel:{name}`, or `longpoll.WAKE_ALL` for a broadcast.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class NotifierHealth:
+    """What `/v1/healthz` shows of a notifier: the in-process wake count (one worker) or
+    the bus counters (many workers)."""
+
+    wakes: int | None = None
+    bus: dict[str, int] | None = None
+
+
+class Notifier(Protocol):
+    def wake(self, keys: Iterable[str]) -> None:
+        """Signal that something new exists for each key (e.g. `inbox:{handle}`)."""
+        ...
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+        """Call `listener(keys)` for every wake (from any thread)."""
+        ...
+
+    def health(self) -> NotifierHealth:
+        """Counters for `/v1/healthz`."""
+        ...
+
+
+class InProcessNotifier:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[frozenset[str]], None]] = []
+        self.wakes = 0
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def health(self) -> NotifierHealth:
+        return NotifierHealth(wakes=self.wakes)
+
+    def wake(self, keys: Iterable[str]) -> None:
+        batch = frozenset(keys)
+        if not batch:
+            return
+        with self._lock:
+            self.wakes += 1
+        self.deliver(batch)
+
+    def deliver(self, batch: frozenset[str]) -> None:
+        """Hand `batch` to the listeners (uncounted: also used for other workers' wakes)."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(batch)
+
+
+def wake_keys(*, broadcast: bool, recipients: Iterable[str], channel: str | None) -> list[str]:
+    """Seed §13: broadcast → everyone; channel post → the channel + recipients' inboxes;
+    mention → the inboxes; a board post with no recipients → nobody."""
+    if broadcast:
+        return ["*"]
+    keys = [f"inbox:{handle}" for handle in recipients]
+    if channel is not None:
+        keys.append(f"channel:{channel}")
+    return keys

@@ -1,0 +1,285 @@
+"""The read model: every GET is served from per-folder caches of the central bucket.
+
+- listing cache: one bucket listing per folder per `LISTING_TTL_S`, single-flight;
+- content cache: parsed documents keyed by content hash, LRU-bounded by bytes, so
+  byte-identical inbox copies share one entry; cold misses are fetched in one batch call;
+- write-through overlay: the service's own writes are inserted synchronously, so
+  read-after-write is exact regardless of the TTL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agenthub.bucketsync.core.frontmatter import Document, parse_lenient
+from agenthub.bucketsync.storage.base import BucketStore, FileEntry
+from agenthub.clock import Clock
+
+T = TypeVar("T")
+
+# The folders the read model serves. Later features (results, channels, traces) register
+# theirs here; each is listed recursively as one unit.
+DEFAULT_FOLDERS = (
+    "agents/",
+    "message_board/",
+    "inbox/",
+    "broadcasts/",
+    "results/",
+    "channels/",
+    "traces/",
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    path: str
+    content_hash: str
+    size: int
+    document: Document
+
+    @property
+    def frontmatter(self) -> dict[str, Any]:
+        return self.document.frontmatter
+
+    @property
+    def body(self) -> str:
+        return self.document.body
+
+    @property
+    def search_text(self) -> str:
+        return self.document.search_text
+
+    @property
+    def filename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass
+class _Folder:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    entries: dict[str, FileEntry] | None = None
+    loaded_at: float = float("-inf")
+    version: int = 0
+    overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
+    # Bumped by `invalidate` (another worker wrote here); a listing is current only if it
+    # started after the latest bump. Written only by the event loop, read without the lock.
+    invalidations: int = 0
+    listed_at_invalidation: int = 0
+    derived: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
+        default_factory=OrderedDict
+    )
+
+
+class ContentCache:
+    """Parsed documents by content hash, evicting least-recently-used past `max_bytes`."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[Document, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.evictions = 0
+
+    def get(self, content_hash: str) -> Document | None:
+        with self._lock:
+            item = self._items.get(content_hash)
+            if item is None:
+                return None
+            self._items.move_to_end(content_hash)
+            return item[0]
+
+    def put(self, content_hash: str, document: Document, size: int) -> None:
+        with self._lock:
+            if content_hash in self._items:
+                self._items.move_to_end(content_hash)
+                return
+            self._items[content_hash] = (document, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _key, (_doc, old_size) = self._items.popitem(last=False)
+                self._bytes -= old_size
+                self.evictions += 1
+
+    @property
+    def total_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class ReadModel:
+    def __init__(
+        self,
+        store: BucketStore,
+        bucket: str,
+        clock: Clock,
+        *,
+        ttl_s: float,
+        content_cache_max_bytes: int,
+        folders: Iterable[str] = DEFAULT_FOLDERS,
+    ) -> None:
+        self._store = store
+        self._bucket = bucket
+        self._clock = clock
+        self._ttl = ttl_s
+        self._folders = {name: _Folder() for name in folders}
+        self.content = ContentCache(content_cache_max_bytes)
+        self.listings = 0
+        self.listings_by_folder: dict[str, int] = {}
+
+    def register_folder(self, folder: str) -> None:
+        self._folders.setdefault(folder, _Folder())
+
+    def _folder(self, folder: str) -> _Folder:
+        try:
+            return self._folders[folder]
+        except KeyError:
+            raise KeyError(f"folder {folder!r} is not registered with the read model") from None
+
+    def entries(self, folder: str) -> dict[str, FileEntry]:
+        """The folder's files by path, from the listing cache (refreshed once per TTL)."""
+        state = self._folder(folder)
+        entries = state.entries
+        if self._current(state) and entries is not None:
+            return entries
+        with state.lock:
+            # Single flight: whoever waited on the lock finds the fresh listing.
+            if self._current(state) and state.entries is not None:
+                return state.entries
+            # Taken before listing: an invalidation landing mid-listing forces another.
+            generation = state.invalidations
+            started = self._clock.monotonic()
+            listed = self._store.list(self._bucket, folder, recursive=True)
+            self.listings += 1
+            self.listings_by_folder[folder] = self.listings_by_folder.get(folder, 0) + 1
+            fresh = {entry.path: entry for entry in listed if entry.path.startswith(folder)}
+            for path, (entry, inserted_at) in list(state.overlay.items()):
+                if inserted_at >= started:
+                    fresh[path] = entry
+                elif path in fresh or started - inserted_at > 2 * self._ttl:
+                    del state.overlay[path]
+                else:
+                    fresh[path] = entry
+            state.entries = fresh
+            state.loaded_at = started
+            state.listed_at_invalidation = generation
+            state.version += 1
+            return fresh
+
+    def _current(self, state: _Folder) -> bool:
+        return (
+            state.listed_at_invalidation == state.invalidations
+            and self._clock.monotonic() - state.loaded_at < self._ttl
+        )
+
+    def version(self, folder: str) -> int:
+        self.entries(folder)
+        return self._folder(folder).version
+
+    def derived(self, folder: str, key: str, build: Callable[[dict[str, FileEntry]], T]) -> T:
+        """A value computed from the folder listing, rebuilt only when the listing changes."""
+        entries = self.entries(folder)
+        state = self._folder(folder)
+        cached = state.derived.get(key)
+        if cached is not None and cached[0] == state.version:
+            return cached[1]  # type: ignore[no-any-return]
+        value = build(entries)
+        state.derived[key] = (state.version, value)
+        return value
+
+    FILTER_MEMO_SIZE = 64
+
+    def filter_memo(
+        self, folder: str
+    ) -> Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]]:
+        """A memo for content-filtered key lists of `folder`, valid for one listing version
+        and bounded to the most recent FILTER_MEMO_SIZE filters."""
+        state = self._folder(folder)
+
+        def memo(signature: tuple[Any, ...], compute: Callable[[], list[str]]) -> list[str]:
+            version = self.version(folder)
+            with state.lock:
+                hit = state.filters.get(signature)
+                if hit is not None and hit[0] == version:
+                    state.filters.move_to_end(signature)
+                    return hit[1]
+            keys = compute()
+            with state.lock:
+                if state.version == version:
+                    state.filters[signature] = (version, keys)
+                    state.filters.move_to_end(signature)
+                    while len(state.filters) > self.FILTER_MEMO_SIZE:
+                        state.filters.popitem(last=False)
+            return keys
+
+        return memo
+
+    def records(self, paths: Iterable[str], folder: str) -> dict[str, Record]:
+        """Parsed records for `paths` (those that exist); cold misses in one batch read."""
+        entries = self.entries(folder)
+        found: dict[str, Record] = {}
+        missing: list[FileEntry] = []
+        for path in paths:
+            entry = entries.get(path)
+            if entry is None:
+                continue
+            document = self.content.get(entry.content_hash)
+            if document is None:
+                missing.append(entry)
+            else:
+                found[path] = self._record(entry, document)
+        if missing:
+            data = self._store.read_many(self._bucket, [entry.path for entry in missing])
+            for entry in missing:
+                raw = data.get(entry.path)
+                if raw is None:
+                    continue  # deleted out of band since the listing; the next TTL drops it
+                document = parse_lenient(raw)
+                # Parsed text plus its lower-cased search copy: about twice the raw size.
+                self.content.put(entry.content_hash, document, 2 * len(raw))
+                found[entry.path] = self._record(entry, document)
+        return found
+
+    def record(self, path: str, folder: str) -> Record | None:
+        return self.records([path], folder).get(path)
+
+    def write_through(self, folder: str, entry: FileEntry, raw: bytes) -> None:
+        """Insert a file the service just wrote, so the next read sees it at once."""
+        state = self._folder(folder)
+        self.content.put(entry.content_hash, parse_lenient(raw), 2 * len(raw))
+        with state.lock:
+            state.overlay[entry.path] = (entry, self._clock.monotonic())
+            if state.entries is not None:
+                updated = dict(state.entries)
+                updated[entry.path] = entry
+                state.entries = updated
+                state.version += 1
+
+    def delete_through(self, folder: str, path: str) -> None:
+        """Drop a file the service just deleted (channel unsubscribe, seed §12)."""
+        state = self._folder(folder)
+        with state.lock:
+            state.overlay.pop(path, None)
+            if state.entries is not None and path in state.entries:
+                updated = dict(state.entries)
+                del updated[path]
+                state.entries = updated
+                state.version += 1
+
+    def invalidate(self, folder: str) -> None:
+        """Re-list `folder` on its next read: another worker wrote to it (Redis bus)."""
+        # No lock: this runs on the event loop (the bus listener) and must not wait for a
+        # listing in progress on another thread.
+        self._folders.setdefault(folder, _Folder()).invalidations += 1
+
+    @staticmethod
+    def _record(entry: FileEntry, document: Document) -> Record:
+        return Record(
+            path=entry.path, content_hash=entry.content_hash, size=entry.size, document=document
+        )

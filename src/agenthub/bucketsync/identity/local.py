@@ -1,0 +1,126 @@
+"""`LocalIdentity`: the Identity adapter for local mode — users and token digests in
+`users.json`, managed by `agenthub bucketsync users add`."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+from pathlib import Path
+
+from agenthub.bucketsync.errors import InvalidRequest, StorageUnavailable, Unauthorized
+from agenthub.bucketsync.identity.base import Caller
+
+ROLES = ("admin", "write", "contributor", "read")
+USERNAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}[A-Za-z0-9])?$")
+
+
+def _token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class LocalIdentity:
+    """Users in `users.json`: {username: {email, role, token_sha256}}, all in one org.
+
+    The file is re-read when it changes, so `users add` works while the server runs.
+    Only token digests are stored.
+    """
+
+    def __init__(self, path: Path, *, org: str) -> None:
+        self._path = Path(path)
+        self._org = org
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._users: dict[str, dict[str, str | None]] = {}
+
+    def _load(self) -> dict[str, dict[str, str | None]]:
+        with self._lock:
+            try:
+                st = self._path.stat()
+            except FileNotFoundError:
+                self._users, self._stamp = {}, None
+                return self._users
+            stamp = (st.st_mtime_ns, st.st_size)
+            if stamp != self._stamp:
+                try:
+                    data = json.loads(self._path.read_text("utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise StorageUnavailable(
+                        f"user file {self._path} is unreadable: {exc}"
+                    ) from exc
+                self._users = dict(data.get("users", {}))
+                self._stamp = stamp
+            return self._users
+
+    def whoami(self, token: str) -> Caller:
+        if not token:
+            raise Unauthorized("no token given", hint="send Authorization: Bearer <token>")
+        digest = _token_digest(token)
+        for name, record in self._load().items():
+            if secrets.compare_digest(str(record.get("token_sha256", "")), digest):
+                return Caller(user=name, email=record.get("email"), orgs=self._orgs(record))
+        raise Unauthorized(
+            "the token is not valid", hint="ask the organizer for a token (bucketsync users add)"
+        )
+
+    def _orgs(self, record: dict[str, str | None]) -> dict[str, str | None]:
+        role = record.get("role")
+        # A user whose membership was revoked (role null) keeps a token but is in no org.
+        return {self._org: role} if role else {}
+
+    def org_role(self, org: str, user: str, email: str | None = None) -> str | None:
+        if org != self._org:
+            return None
+        record = self._load().get(user)
+        return None if record is None else record.get("role")
+
+    def add_user(self, name: str, *, role: str, email: str | None = None) -> str:
+        """Create (or re-key) a user and return the new token (see `add_user`)."""
+        with self._lock:
+            token = add_user(self._path, name, role=role, email=email)
+            self._stamp = None
+        return token
+
+
+_FILE_LOCK = threading.Lock()
+
+
+def add_user(path: Path, name: str, *, role: str, email: str | None = None) -> str:
+    """Create (or re-key) a user in the token file and return the new token; only its
+    digest is stored."""
+    if not USERNAME_RE.match(name):
+        raise InvalidRequest(
+            f"user name {name!r} is not valid", hint="1-40 of [A-Za-z0-9-], e.g. 'alice'"
+        )
+    if role not in ROLES:
+        raise InvalidRequest(f"role {role!r} is not one of {', '.join(ROLES)}")
+    token = "bst_" + secrets.token_urlsafe(32)
+    with _FILE_LOCK:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            data = {"users": {}}
+        data.setdefault("users", {})[name] = {
+            "email": email,
+            "role": role,
+            "token_sha256": _token_digest(token),
+        }
+        fd, tmp = tempfile.mkstemp(prefix=".users-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    return token

@@ -1,0 +1,1 @@
+"""Reads spanning slices: the digest and the `/v1/updates` stream."""

@@ -1,0 +1,94 @@
+"""`GET /v1/updates?as=` (seed §13): one cursored stream of everything that may wake a
+handle — its inbox (mentions, refs, broadcasts) + the messages of its `notify: all`
+channels, deduped by filename and labelled with `reasons` — plus the digest's presence
+and unread blocks.
+
+One filename cursor covers the union: stamps are server-issued and per-author monotonic,
+so filenames are globally unique and lexical order is chronological.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agenthub.bucketsync.board import read as board
+from agenthub.bucketsync.channels import write as channels
+from agenthub.bucketsync.core import listing, naming, records
+from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import Record
+
+
+@dataclass(frozen=True)
+class Stream:
+    handle: str
+    listed: listing.Listed
+    reasons: Mapping[str, list[str]]
+    loud_channels: list[str]
+
+    @property
+    def keys(self) -> list[str]:
+        """Wake keys: the inbox always (so never `no_streams`) plus each loud channel."""
+        return [f"inbox:{self.handle}", *(f"channel:{name}" for name in self.loud_channels)]
+
+
+def stream(hub: Hub, handle: str) -> Stream:
+    inbox = board.inbox_listed(hub, handle)  # validates the handle, 404 if unregistered
+    paths = dict(inbox.paths)
+    reasons: dict[str, list[str]] = {
+        key: ["broadcast" if path.startswith(naming.BROADCASTS) else "mention"]
+        for key, path in paths.items()
+    }
+    loud = [name for name, level in channels.subscriptions(hub, handle).items() if level == "all"]
+    index = channels.channels_index(hub)
+    for name in loud:
+        for filename, path in index[name].messages.items():
+            # A channel post that also mentions you exists twice; deliver it once.
+            paths.setdefault(filename, path)
+            reasons.setdefault(filename, []).append(f"channel:{name}")
+    listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
+    return Stream(handle, listed, reasons, loud)
+
+
+def load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
+    """Records from whichever folders the union spans."""
+    found: dict[str, Record] = {}
+    for folder in (naming.INBOX, naming.BROADCASTS, channels.CHANNELS):
+        wanted = [p for p in paths if p.startswith(folder)]
+        if wanted:
+            found.update(hub.read_model.records(wanted, folder))
+    return found
+
+
+def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
+    current = stream(hub, handle)
+    return listing.page(
+        current.listed,
+        listing.parse_query(params, expand_max=hub.settings.expand_max_limit),
+        load=lambda paths: load(hub, paths),
+        render=lambda key, record: {
+            **records.render_record(record),
+            "reasons": list(current.reasons.get(key, [])),
+        },
+    )
+
+
+def digest_blocks(
+    hub: Hub, as_handle: str | None, after: str | None
+) -> dict[str, dict[str, Any] | None]:
+    """`watching` (is anyone long-polling for this handle?) and `updates` (am I behind?)."""
+    if as_handle is None:
+        return {"watching": None, "updates": None}
+    current = stream(hub, as_handle)
+    keys = current.listed.keys
+    unread = [key for key in keys if after is None or key > after]
+    presence = (
+        hub.longpoll.registry.presence(as_handle, hub.settings.watch_fresh_s)
+        if hub.longpoll is not None
+        else None
+    )
+    return {
+        "watching": presence,
+        "updates": {"unread": len(unread), "newest": keys[-1] if keys else None},
+    }

@@ -1,0 +1,1 @@
+"""Results: promotion (`write.py`) and the ranked leaderboard (`leaderboard.py`)."""

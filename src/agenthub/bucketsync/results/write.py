@@ -1,0 +1,135 @@
+"""Promoting results (`{source}` only) and reading them with verification inline."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from agenthub.bucketsync.core import frontmatter, listing, naming
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
+from agenthub.bucketsync.core.sources import claim_source, read_source
+from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
+
+log = logging.getLogger(__name__)
+
+RESULT_STATUSES = ("agent-run", "negative")
+VERIFICATION_INDEX = f"{naming.RESULTS}verification_status.json"
+
+
+def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: str) -> None:
+    """Required fields present, the score a positive number, status agent-run|negative."""
+    for name in required:
+        if name not in fm or fm[name] is None:
+            raise InvalidFrontmatter(
+                f"result frontmatter is missing {name!r}",
+                hint="required: " + ", ".join(required),
+            )
+    score = fm[score_field]
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise InvalidFrontmatter(
+            f"{score_field!r} must be a number, got {score!r}", hint=f"{score_field}: 0.93"
+        )
+    if score <= 0:
+        raise InvalidFrontmatter(f"{score_field!r} must be positive, got {score!r}")
+    status = fm.get("status")
+    if ("status" in required or status is not None) and status not in RESULT_STATUSES:
+        raise InvalidFrontmatter(
+            f"status must be one of {', '.join(RESULT_STATUSES)}, got {status!r}"
+        )
+    for name in required:
+        if name in (score_field, "status"):
+            continue
+        value = fm[name]
+        if isinstance(value, str) and not value.strip():
+            raise InvalidFrontmatter(f"{name!r} must not be empty")
+
+
+def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict[str, Any]:
+    source = claim_source(hub, source_uri)
+    data = read_source(hub, source, source_uri)
+    document = frontmatter.parse_strict(data)
+    validate_result(
+        document.frontmatter,
+        required=hub.settings.result_fields,
+        score_field=hub.settings.score_field,
+    )
+    with hub.dedup.claim(data, naming.RESULTS) as written:
+        entries = hub.read_model.entries(naming.RESULTS)
+        filename, rendered = stamp_record(
+            hub,
+            source.agent_id,
+            via="bucket",
+            fields={
+                k: v
+                for k, v in document.frontmatter.items()
+                if k not in ("agent", "timestamp", "via")
+            },
+            body=document.body,
+            taken=lambda name: f"{naming.RESULTS}{name}" in entries,
+        )
+        path = f"{naming.RESULTS}{filename}"
+        hub.write_central([(path, rendered)])
+        written.append(filename)
+    hub.audit.record(
+        agent_id=source.agent_id,
+        route="/v1/results",
+        via="bucket",
+        source=source_uri,
+        target_path=path,
+        size=len(rendered),
+        status_code=201,
+        caller_ip=caller_info.ip,
+        user_agent=caller_info.user_agent,
+    )
+    for listener in hub.result_listeners:
+        try:
+            listener(filename)
+        except Exception:  # BS-4.59: promotion never fails because of a listener
+            log.exception("result listener failed for %s", filename)
+    return {"filename": filename, "via": "bucket", "path": path}
+
+
+def verification_index(hub: Hub) -> dict[str, str]:
+    """`results/verification_status.json`; unreadable or absent reads as all-pending."""
+    record = hub.read_model.record(VERIFICATION_INDEX, naming.RESULTS)
+    if record is None:
+        return {}
+    try:
+        data = json.loads(record.body)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): str(v) for k, v in data.items() if v in listing.VERIFICATION_STATES}
+
+
+def _render(record: Any, index: Mapping[str, str]) -> dict[str, Any]:
+    return render_record(record) | {"verification": index.get(record.filename, "pending")}
+
+
+def list_results(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
+    query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+    listed = hub.read_model.derived(naming.RESULTS, "stamped", stamped_index(naming.RESULTS))
+    index = verification_index(hub)
+    if query.verification is not None:
+        keys = [k for k in listed.keys if index.get(k, "pending") in query.verification]
+        listed = listing.Listed(keys=keys, paths=listed.paths, count=listed.count)
+    return listing.page(
+        listed,
+        query,
+        load=lambda ps: hub.read_model.records(ps, naming.RESULTS),
+        render=lambda _key, record: _render(record, index),
+    )
+
+
+def get_result(hub: Hub, filename: str) -> dict[str, Any]:
+    record = None
+    if naming.parse_stamped_filename(filename) is not None:
+        record = hub.read_model.record(f"{naming.RESULTS}{filename}", naming.RESULTS)
+    if record is None:
+        raise NotFound(f"no result {filename!r}", hint="list them with GET /v1/results")
+    return _render(record, verification_index(hub))

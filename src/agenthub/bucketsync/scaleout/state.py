@@ -1,0 +1,161 @@
+"""Redis adapters for the state that must hold across workers: the rate limiters (through
+`limits`' Redis storage, moving windows) the promoted-hash dedup, the stamp claims and the named locks. All fail closed
+(503) when Redis is unreachable: a limit that silently stops holding is worse than a retry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+from limits import RateLimitItemPerSecond
+from limits.errors import StorageError
+from limits.storage import RedisStorage
+from limits.strategies import MovingWindowRateLimiter
+from redis.exceptions import LockError
+
+from agenthub.bucketsync.core.dedup import PromotionDedup
+from agenthub.bucketsync.core.limiter import Rate
+from agenthub.bucketsync.core.locks import busy
+from agenthub.bucketsync.errors import AlreadyPromoted, RateLimited, StorageUnavailable
+
+# A promotion in flight holds its key this long at most (a crashed worker frees it).
+_PENDING_TTL_S = 120
+# Promoted hashes are remembered for a week: the in-memory LRU's role, bounded by time.
+_PROMOTED_TTL_S = 7 * 24 * 3600
+
+
+def _unavailable(exc: Exception) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"the shared limiter/dedup store (Redis) is unavailable: {exc}",
+        hint="retry in a few seconds",
+    )
+
+
+class RedisLimiter:
+    """The `CompoundLimiter` contract (`acquire(key)`) over moving windows in Redis."""
+
+    def __init__(self, name: str, rates: list[Rate], storage: RedisStorage) -> None:
+        self.name = name
+        self._items = [
+            RateLimitItemPerSecond(rate.capacity, int(rate.period_s), namespace=name)
+            for rate in rates
+        ]
+        self._limiter = MovingWindowRateLimiter(storage)
+
+    def acquire(self, key: str) -> None:
+        """Take one hit from every window or raise `RateLimited` with Retry-After. All
+        windows are tested before any is hit, so a rejection costs no window a hit
+        (BS-5.9); two workers racing past the test may overshoot by one."""
+        try:
+            for item in self._items:
+                if not self._limiter.test(item, key):
+                    stats = self._limiter.get_window_stats(item, key)
+                    wait = max(0.0, stats.reset_time - time.time())
+                    raise RateLimited(
+                        f"{self.name} rate limit reached for {key}",
+                        retry_after_s=wait,
+                        hint=f"retry after {max(1, round(wait + 0.5))} s",
+                    )
+            for item in self._items:
+                self._limiter.hit(item, key)
+        except (StorageError, redis.RedisError) as exc:
+            raise _unavailable(exc) from exc
+
+
+class RedisDedup:
+    """`PromotionDedup.claim` with the claims in Redis: `SET NX` reserves the key for the
+    duration of the write, then it holds the filename the promotion became."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = f"{prefix}dedup:"
+
+    @contextmanager
+    def claim(self, data: bytes, folder: str) -> Iterator[list[str]]:
+        key = self._prefix + PromotionDedup.key(data, folder)
+        try:
+            reserved = self._client.set(key, "", nx=True, ex=_PENDING_TTL_S)
+            existing = None if reserved else self._client.get(key)
+        except redis.RedisError as exc:
+            raise _unavailable(exc) from exc
+        if not reserved:
+            filename = existing.decode() if isinstance(existing, bytes) else ""
+            if not filename:
+                raise AlreadyPromoted(
+                    "the same source is being promoted right now",
+                    filename="",
+                    hint="retry in a moment to get the filename",
+                )
+            raise AlreadyPromoted(
+                f"this source was already promoted as {filename}",
+                filename=filename,
+                hint=f"existing filename: {filename}",
+            )
+        result: list[str] = []
+        try:
+            yield result
+        except BaseException:
+            self._release(key)
+            raise
+        if result:
+            # The write is committed; a failure here only weakens a later duplicate check.
+            with contextlib.suppress(redis.RedisError):
+                self._client.set(key, result[0], ex=_PROMOTED_TTL_S)
+        else:
+            self._release(key)
+
+    def _release(self, key: str) -> None:
+        with contextlib.suppress(redis.RedisError):  # else it expires after _PENDING_TTL_S
+            self._client.delete(key)
+
+
+class RedisStampClaims:
+    """Per-author stamps unique across workers: `SET NX` on (author, stamp), kept long
+    enough to outlive any listing-cache lag (BS-12.13)."""
+
+    TTL_S = 600
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = f"{prefix}stamp:"
+
+    def claim(self, author: str, stamp: str) -> bool:
+        try:
+            return bool(
+                self._client.set(f"{self._prefix}{author}:{stamp}", "1", nx=True, ex=self.TTL_S)
+            )
+        except redis.RedisError as exc:
+            raise _unavailable(exc) from exc
+
+
+class RedisLocks:
+    """Redis locks with a lease (`lease_s`), so a crashed worker cannot hold one forever."""
+
+    def __init__(self, client: redis.Redis, prefix: str, *, lease_s: float = 120.0) -> None:
+        self._client = client
+        self._prefix = f"{prefix}lock:"
+        self._lease_s = lease_s
+
+    @contextmanager
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
+        lock = self._client.lock(
+            self._prefix + name, timeout=self._lease_s, blocking_timeout=wait_s
+        )
+        try:
+            acquired = lock.acquire()
+        except redis.RedisError as exc:
+            raise StorageUnavailable(
+                f"the lock store (Redis) is unavailable: {exc}", hint="retry in a few seconds"
+            ) from exc
+        if not acquired:
+            raise busy(name)
+        try:
+            yield
+        finally:
+            # LockError: the lease expired first and the next holder already owns it.
+            with contextlib.suppress(LockError):
+                lock.release()

@@ -1,0 +1,275 @@
+"""Verdicts on re-scored results, shared by the jobs verifier and `agenthub challenge
+evaluate`: `verdict_for` (the tolerance and guard rule), locating a result's submission, and
+`VerdictBook` — the private side ledger, the compare-and-set into
+`results/verification_status.json` and the board announcement.
+
+- Verdict: `valid` iff |rerun - reported| / reported ≤ VERIFIER_SCORE_TOL and (when
+  VERIFIER_GUARD_FIELD is set) rerun_guard ≤ VERIFIER_GUARD_CAP; missing numbers leave it
+  pending.
+- Compare-and-set against a private side ledger (`verification_ledger/{filename}/verdict.json`
+  in the audit bucket): the ledger records the verdict about to be written *before* the
+  index write, so a non-pending index value the ledger does not know is a human's, and
+  human verdicts always win. The ledger lives outside the job's rw /state mount, so nothing
+  inside the container can forge it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agenthub.bucketsync.board.write import Draft, publish
+from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
+from agenthub.bucketsync.results.leaderboard import score_of, scored_results
+from agenthub.bucketsync.results.write import VERIFICATION_INDEX
+from agenthub.bucketsync.scoring.jobs import (
+    STATUS_FILE,
+    read_status,
+)
+from agenthub.bucketsync.storage.base import Batch, read_json_object
+
+log = logging.getLogger(__name__)
+
+LEDGER_PREFIX = "verification_ledger/"
+SUBMISSION_KEYS = ("artifacts", "submission")
+
+
+@dataclass(frozen=True)
+class Located:
+    bucket: str
+    prefix: str
+
+
+def verdict_for(
+    reported: float,
+    summary: Mapping[str, Any],
+    *,
+    score_field: str,
+    tolerance: float,
+    guard_field: str = "",
+    guard_cap: float | None = None,
+) -> tuple[str | None, dict[str, Any]]:
+    """(`valid`|`invalid`, details), or (None, details) when the numbers are missing."""
+    rerun = summary.get(score_field)
+    details: dict[str, Any] = {"reported": reported, "rerun": rerun, "tolerance": tolerance}
+    if isinstance(rerun, bool) or not isinstance(rerun, int | float) or not math.isfinite(rerun):
+        details["reason"] = f"summary.json has no numeric {score_field!r}"
+        return None, details
+    deviation = abs(rerun - reported) / reported
+    details["deviation"] = deviation
+    ok = deviation <= tolerance
+    if guard_field:
+        guard = summary.get(guard_field)
+        details["guard_field"], details["guard"], details["guard_cap"] = (
+            guard_field,
+            guard,
+            guard_cap,
+        )
+        if isinstance(guard, bool) or not isinstance(guard, int | float):
+            details["reason"] = f"summary.json has no numeric guard {guard_field!r}"
+            return None, details
+        ok = ok and guard_cap is not None and guard <= guard_cap
+    return ("valid" if ok else "invalid"), details
+
+
+class VerdictBook:
+    """The verdict side of verification, shared by every mode that re-scores results (the
+    jobs verifier below, and `agenthub challenge evaluate`): the private side ledger, locating
+    a submission, the compare-and-set into the index (human verdicts win) and the board
+    announcement. Needs no JobsService."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.settings = hub.settings
+        self._index_lock = threading.Lock()
+        self.announced = 0
+
+    # -- side ledger ------------------------------------------------------------------------
+    def _ledger_path(self, filename: str) -> str:
+        return f"{LEDGER_PREFIX}{filename}/verdict.json"
+
+    def ledger(self, filename: str) -> dict[str, Any] | None:
+        return read_json_object(
+            self.hub.store, self.settings.audit_bucket, self._ledger_path(filename)
+        )
+
+    def save_ledger(self, filename: str, entry: dict[str, Any]) -> None:
+        body = json.dumps(entry, indent=2, sort_keys=True).encode()
+        self.hub.store.write_batch(
+            self.settings.audit_bucket, Batch(adds=[(self._ledger_path(filename), body)])
+        )
+
+    def champion_score(self, index: Mapping[str, str]) -> float | None:
+        ranking = scored_results(self.hub).ranking(
+            self.hub, index, verification=("valid",), best_per_agent=False
+        )
+        return ranking.rows[0].score if ranking.rows else None
+
+    def locate(self, author: str, fm: Mapping[str, Any]) -> tuple[Located | None, str]:
+        """Where the result's submission lives, or (None, what is wrong)."""
+        value = next((fm[k] for k in SUBMISSION_KEYS if isinstance(fm.get(k), str)), None)
+        if value is None:
+            return None, "its frontmatter names no submission (`artifacts:` or `submission:`)"
+        value = value.strip()
+        own = self.settings.scratch_bucket(author)
+        try:
+            if value.startswith("hf://"):
+                source = self.hub.parse_source(value)
+                if source.agent_id != author:
+                    return None, f"{value} is not in your own scratch bucket {own}"
+                bucket, path = source.bucket, source.path
+            elif value.startswith("artifacts/"):
+                parts = naming.validate_components(value.strip("/"))
+                if len(parts) < 2 or not parts[1].endswith(f"_{author}"):
+                    return None, f"{value} is not one of your artifacts/{{slug}}_{author}/ folders"
+                bucket, path = self.settings.central_bucket, value
+            else:
+                naming.validate_components(value.strip("/"))
+                bucket, path = own, value
+        except InvalidPath as exc:
+            return None, f"{value!r} is not a valid path ({exc.message})"
+        prefix = path.strip("/") + "/"
+        status = read_status(self.hub, bucket, prefix)
+        if status is not None:
+            # A job run folder: follow job_status.json back to the submission it ran.
+            if status.get("submission_bucket") != own or not status.get("submission_prefix"):
+                return None, f"the job run {value} did not run a submission of yours"
+            bucket, prefix = own, str(status["submission_prefix"])
+        files = [e for e in self.hub.store.list(bucket, prefix) if not e.path.endswith(STATUS_FILE)]
+        if not files:
+            return None, f"hf://buckets/{bucket}/{prefix} has no files"
+        return Located(bucket, prefix), ""
+
+    # -- verdict ----------------------------------------------------------------------------
+    def index_fresh(self) -> dict[str, str] | None:
+        """The index as stored now (not the TTL'd copy); None if unreadable."""
+        try:
+            data = self.hub.store.read(self.hub.central, VERIFICATION_INDEX)
+        except StorageUnavailable:
+            return None
+        if data is None:
+            return {}
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        return {str(k): str(v) for k, v in parsed.items()}
+
+    def commit(self, filename: str, ledger: dict[str, Any]) -> str:
+        """Compare-and-set the verdict into the index, then announce it (each at most once)."""
+        verdict = str(ledger["verdict"])
+        if ledger.get("state") == "deferred":
+            return "deferred to a human verdict"
+        with self._index_lock:
+            index = self.index_fresh()
+            if index is None:
+                log.error("verification index unreadable; %s stays pending for now", filename)
+                return "index unreadable"
+            current = index.get(filename, "pending")
+            if current != "pending" and current != ledger.get("written"):
+                ledger = {**ledger, "state": "deferred", "human_verdict": current}
+                self.save_ledger(filename, ledger)
+                return "deferred to a human verdict"
+            if ledger.get("written") != verdict:
+                ledger = {**ledger, "written": verdict}
+                self.save_ledger(filename, ledger)  # intent first: see the module docstring
+            if current != verdict:
+                index[filename] = verdict
+                body = json.dumps(index, indent=2, sort_keys=True).encode()
+                self.hub.write_central([(VERIFICATION_INDEX, body)])
+        if not ledger.get("announced"):
+            author = naming.parse_stamped_filename(filename)
+            assert author is not None
+            self._announce_verdict(filename, author[1], verdict, ledger)
+            self.save_ledger(filename, {**ledger, "announced": True})
+        return verdict
+
+    # -- the board --------------------------------------------------------------------------
+    def _announce_verdict(
+        self, filename: str, author: str, verdict: str, details: Mapping[str, Any]
+    ) -> None:
+        field = self.settings.score_field
+        body = (
+            f"@{author} your result `{filename}` was re-run on the private eval set: "
+            f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
+            f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
+            f"tolerance {details.get('tolerance')})"
+        )
+        if details.get("guard_field"):
+            body += (
+                f"; guard {details['guard_field']}: {details.get('guard')} "
+                f"(cap {details.get('guard_cap')})"
+            )
+        self.announce(body + ".\n", refs=[naming.result_path(filename)], kind="verification")
+
+    def nudge(self, filename: str, author: str, problem: str) -> None:
+        s = self.settings
+        body = (
+            f"@{author} your result `{filename}` cannot be verified: {problem}. Name the "
+            "folder that holds your runnable submission in the result's frontmatter, e.g. "
+            f"`artifacts: hf://buckets/{s.scratch_bucket(author)}/submission/` (or an "
+            f"`artifacts/{{slug}}_{author}/` folder made by POST /v1/artifacts:sync, or the "
+            "run folder of a POST /v1/jobs:run), then promote the result again.\n"
+        )
+        self.announce(body, refs=[naming.result_path(filename)], kind="verification")
+
+    def announce(self, body: str, *, refs: list[str], kind: str) -> str:
+        """Post `body` on the board as VERIFIER_AGENT (`via: server`) with inbox fan-out."""
+        draft = Draft(
+            author=self.settings.verifier_agent,
+            via="server",
+            client_fm={"type": kind, "refs": refs},
+            body=body,
+            source_uri=None,
+            source_bytes=None,
+        )
+        posted = publish(
+            self.hub, draft, caller_info=CallerInfo(), route="verifier", audit_fields={}
+        )
+        self.announced += 1
+        return str(posted["filename"])
+
+    def _now(self) -> str:
+        return self.hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def record(
+        self, filename: str, ledger: dict[str, Any], summary: Mapping[str, Any] | None
+    ) -> str:
+        """Decide `filename` from a re-run's `summary` and write the verdict (ledger first)."""
+        record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+        reported = score_of(record.frontmatter, self.settings.score_field) if record else None
+        if reported is None or summary is None:
+            self.save_ledger(
+                filename, {**ledger, "state": "undecidable", "reason": "no summary.json or score"}
+            )
+            return "undecidable"
+        verdict, details = verdict_for(
+            reported,
+            summary,
+            score_field=self.settings.score_field,
+            tolerance=self.settings.verifier_score_tol,
+            guard_field=self.settings.verifier_guard_field,
+            guard_cap=self.settings.verifier_guard_cap,
+        )
+        if verdict is None:
+            self.save_ledger(filename, {**ledger, "state": "undecidable", **details})
+            return "undecidable"
+        ledger = {
+            **ledger,
+            "state": "decided",
+            "verdict": verdict,
+            "written": None,
+            "announced": False,
+            **details,
+        }
+        self.save_ledger(filename, ledger)
+        return self.commit(filename, ledger)

@@ -1,0 +1,2 @@
+"""The BucketStore port (`base.py`) and its adapters: `local.py` (directories) and `hf.py`
+(HF buckets)."""

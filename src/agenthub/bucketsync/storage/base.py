@@ -1,0 +1,81 @@
+"""The `BucketStore` port: what bucket-sync needs from a bucket backend.
+
+Adapters: `local.LocalBucketStore` (directories) and `hf.HfBucketStore`
+(huggingface_hub 2.x). Adapters translate vendor failures into `StorageUnavailable`
+(retryable) and report absence as `None`/empty results, never as an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class BucketInfo:
+    id: str
+    private: bool
+    created_at: datetime
+    creator: str | None = None  # None when the backend does not know who created it
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str
+    size: int
+    content_hash: str
+
+
+@dataclass
+class Batch:
+    """One batch write. Not transactional on HF: adapters apply copies, then adds in list
+    order, then deletes, so callers order adds to make partial failure harmless."""
+
+    adds: list[tuple[str, bytes]] = field(default_factory=list)
+    copies: list[tuple[str, str, str]] = field(default_factory=list)  # (src bucket, hash, dest)
+    deletes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.adds) + len(self.copies) + len(self.deletes)
+
+
+class BucketStore(Protocol):
+    def info(self, bucket: str) -> BucketInfo | None:
+        """Bucket metadata, or None if the bucket does not exist."""
+        ...
+
+    def create(self, bucket: str, *, creator: str, private: bool = False) -> BucketInfo:
+        """Create a bucket owned by `creator` (idempotent for the same creator)."""
+        ...
+
+    def list(self, bucket: str, prefix: str = "", *, recursive: bool = True) -> list[FileEntry]:
+        """Files under `prefix` (a folder, matched on whole path components)."""
+        ...
+
+    def read(self, bucket: str, path: str) -> bytes | None:
+        """A file's bytes, or None if absent (or the bucket is absent)."""
+        ...
+
+    def read_many(self, bucket: str, paths: Sequence[str]) -> dict[str, bytes]:
+        """Several files in one backend call; absent paths are left out."""
+        ...
+
+    def write_batch(self, bucket: str, batch: Batch) -> None:
+        """Apply a batch of adds, hash copies and deletes."""
+        ...
+
+
+def read_json_object(store: BucketStore, bucket: str, path: str) -> dict[str, Any] | None:
+    """A JSON object file (a status, a ledger entry, a summary), or None when it is absent,
+    unreadable, or not an object."""
+    data = store.read(bucket, path)
+    if data is None:
+        return None
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None

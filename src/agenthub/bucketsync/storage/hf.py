@@ -1,0 +1,181 @@
+"""`HfBucketStore`: the BucketStore port on Hugging Face buckets (huggingface_hub 2.x).
+
+Facts relied on (hf-api-facts.md): batches are non-transactional (a `BucketBatchError`
+lists the failed paths after the rest were applied); tree prefixes match lexically, so
+results are filtered to whole path components here; `BucketNotFoundError` only comes from
+`/api/buckets/` 404s. Every other hub failure becomes a retryable `StorageUnavailable`,
+never a 500 and never a false "not found".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import huggingface_hub
+from huggingface_hub.errors import (
+    BucketBatchError,
+    BucketNotFoundError,
+    EntryNotFoundError,
+    HfHubHTTPError,
+)
+
+from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
+from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+
+T = TypeVar("T")
+
+
+class HfBucketStore:
+    """`api` is the `huggingface_hub` module (or anything with the same bucket functions)."""
+
+    def __init__(self, *, token: str | None, api: Any = None) -> None:
+        # token=None: huggingface_hub falls back to the cached login (local runs).
+        self._token = token
+        self._api = api if api is not None else huggingface_hub
+        self._not_found: type[Exception] = BucketNotFoundError
+        self._entry_missing: type[Exception] = EntryNotFoundError
+        self._batch_error: type[Exception] = BucketBatchError
+        self._http_error: type[Exception] = HfHubHTTPError
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except StorageUnavailable:
+            raise
+        except self._batch_error as exc:
+            failures = getattr(exc, "failures", [])
+            failed = ", ".join(str(f.get("path")) for f in failures[:5])
+            raise PartialWrite(
+                f"{what}: the hub applied the batch only in part (failed: {failed})",
+                failed=[str(f.get("path")) for f in failures],
+                hint="retry; writes are idempotent by path",
+            ) from exc
+        except (self._http_error, httpx.HTTPError, OSError, ValueError, KeyError) as exc:
+            raise StorageUnavailable(
+                f"{what}: the hub request failed ({type(exc).__name__}: {exc})",
+                hint="retry in a few seconds",
+            ) from exc
+
+    def info(self, bucket: str) -> BucketInfo | None:
+        def get() -> BucketInfo | None:
+            try:
+                raw = self._api.bucket_info(bucket, token=self._token)
+            except self._not_found:
+                return None
+            created = getattr(raw, "created_at", None) or datetime.now(UTC)
+            # The Hub reports no per-user creator for org buckets (an `author` extra key, when
+            # present, is the namespace), so the hf adapter leaves it unknown and bucket
+            # control rests on the handshake alone, as in the seed.
+            creator = None
+            return BucketInfo(
+                id=str(raw.id), private=bool(raw.private), created_at=created, creator=creator
+            )
+
+        return self._call(f"bucket_info({bucket})", get)
+
+    def create(self, bucket: str, *, creator: str, private: bool = False) -> BucketInfo:
+        self._call(
+            f"create_bucket({bucket})",
+            lambda: self._api.create_bucket(
+                bucket, private=private, exist_ok=True, token=self._token
+            ),
+        )
+        info = self.info(bucket)
+        if info is None:
+            raise StorageUnavailable(f"bucket {bucket} was created but cannot be read back")
+        return info
+
+    def list(self, bucket: str, prefix: str = "", *, recursive: bool = True) -> list[FileEntry]:
+        folder = prefix.rstrip("/")
+
+        def walk() -> list[FileEntry]:
+            try:
+                # Materialize inside the guard: pagination fetches lazily while iterating.
+                items = list(
+                    self._api.list_bucket_tree(
+                        bucket, prefix=folder or None, recursive=recursive, token=self._token
+                    )
+                )
+            except self._not_found as exc:
+                raise StorageUnavailable(
+                    f"bucket {bucket} does not exist", hint="check CENTRAL_BUCKET/AUDIT_BUCKET"
+                ) from exc
+            entries = []
+            for item in items:
+                if getattr(item, "type", None) != "file":
+                    continue
+                path = str(item.path)
+                # The server matches prefixes lexically ("logs" also returns "logs.json").
+                if folder and not (path == folder or path.startswith(folder + "/")):
+                    continue
+                entries.append(
+                    FileEntry(path=path, size=int(item.size), content_hash=str(item.xet_hash))
+                )
+            entries.sort(key=lambda e: e.path)
+            return entries
+
+        return self._call(f"list_bucket_tree({bucket}, {folder!r})", walk)
+
+    def read(self, bucket: str, path: str) -> bytes | None:
+        def fetch() -> bytes | None:
+            with tempfile.TemporaryDirectory(prefix="bucketsync-") as tmp:
+                target = Path(tmp) / "file"
+                try:
+                    self._api.download_bucket_files(
+                        bucket,
+                        [(path, str(target))],
+                        raise_on_missing_files=True,
+                        token=self._token,
+                    )
+                except (self._not_found, self._entry_missing):
+                    return None
+                return target.read_bytes() if target.exists() else None
+
+        return self._call(f"download {bucket}/{path}", fetch)
+
+    def read_many(self, bucket: str, paths: Sequence[str]) -> dict[str, bytes]:
+        if not paths:
+            return {}
+
+        def fetch() -> dict[str, bytes]:
+            with tempfile.TemporaryDirectory(prefix="bucketsync-") as tmp:
+                targets = {
+                    path: Path(tmp) / hashlib.sha256(path.encode()).hexdigest() for path in paths
+                }
+                try:
+                    self._api.download_bucket_files(
+                        bucket,
+                        [(path, str(target)) for path, target in targets.items()],
+                        raise_on_missing_files=False,
+                        token=self._token,
+                    )
+                except self._not_found:
+                    return {}
+                return {
+                    path: target.read_bytes() for path, target in targets.items() if target.exists()
+                }
+
+        return self._call(f"download {len(paths)} files from {bucket}", fetch)
+
+    def write_batch(self, bucket: str, batch: Batch) -> None:
+        if not len(batch):
+            return
+        self._call(
+            f"batch write to {bucket}",
+            lambda: self._api.batch_bucket_files(
+                bucket,
+                add=[(data, path) for path, data in batch.adds] or None,
+                copy=[
+                    ("bucket", src, content_hash, dest) for src, content_hash, dest in batch.copies
+                ]
+                or None,
+                delete=list(batch.deletes) or None,
+                token=self._token,
+            ),
+        )
