@@ -239,8 +239,8 @@ def page(
         chunk = window[:limit]
         more = len(window) > limit
     else:
-        chunk = window[len(window) - limit :] if limit else []
-        chunk = chunk[::-1]
+        # Clamped: a negative start would wrap around and drop items when limit > len.
+        chunk = window[max(0, len(window) - limit) :][::-1]
         more = len(window) > limit
     next_key = chunk[-1] if (more and chunk) else None
     ordered = sorted(chunk, reverse=query.order == "desc")
