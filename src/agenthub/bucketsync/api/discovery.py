@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agenthub.bucketsync.core.hub import Hub
@@ -198,10 +199,41 @@ def _jobs(s: BucketSyncSettings) -> dict[str, Any]:
     }
 
 
-def health(hub: Hub) -> dict[str, Any]:
-    notifier = hub.notifier.health() if hub.notifier is not None else NotifierHealth()
+def _probe(check: Callable[[], object]) -> dict[str, Any]:
+    try:
+        check()
+    except Exception as exc:  # any failure of a dependency is what healthz reports
+        return {"status": "down", "error": f"{type(exc).__name__}: {exc}"}
+    return {"status": "ok"}
+
+
+def dependencies(hub: Hub, notifier: NotifierHealth) -> dict[str, dict[str, Any]]:
+    """Each dependency probed now: the store (the central bucket's metadata), identity (an
+    org-role lookup) and the bus (a ping; `none` with the in-process notifier)."""
+    s = hub.settings
+    bus: dict[str, Any] = (
+        {"status": "none"}
+        if notifier.bus is None
+        else {"status": "down", "error": notifier.error}
+        if notifier.error is not None
+        else {"status": "ok"}
+    )
     return {
-        "status": "ok",
+        "store": _probe(lambda: hub.store.info(s.central_bucket)),
+        "identity": _probe(lambda: hub.identity.org_role(s.org, "bucket-sync")),
+        "bus": bus,
+    }
+
+
+def health(hub: Hub) -> dict[str, Any]:
+    """The counters and each dependency; `status` is `degraded` while one is down (the
+    route answers 503 then)."""
+    notifier = hub.notifier.health() if hub.notifier is not None else NotifierHealth()
+    checks = dependencies(hub, notifier)
+    down = any(check["status"] == "down" for check in checks.values())
+    return {
+        "status": "degraded" if down else "ok",
+        "dependencies": checks,
         "audit": {
             "written": hub.audit.written,
             "failures": hub.audit.failures,
