@@ -235,6 +235,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         prepare_buckets(hub)
+        sweep_store(hub.store)
         if bus is not None:
             bus.check()
             await bus.start()
@@ -264,6 +265,19 @@ def create_app(
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
     return create_app(load_settings())
+
+
+def sweep_store(store: BucketStore) -> None:
+    """At start, the local store drops what a crash or an earlier version left: temp files
+    of dead processes and objects no bucket file links to."""
+    if isinstance(store, LocalBucketStore):
+        report = store.sweep()
+        if report.objects_removed or report.temps_removed:
+            log.info(
+                "swept %d unreferenced objects and %d temp files",
+                report.objects_removed,
+                report.temps_removed,
+            )
 
 
 def prepare_buckets(hub: Hub) -> None:
