@@ -51,6 +51,23 @@ class Draft:
     channel: str | None = None
 
 
+def _require_unicode(request: MessageRequest) -> None:
+    """JSON can carry a lone surrogate (`"\\ud800"`), which no file can store: refuse it
+    as a 400 instead of failing at the write."""
+    for name in ("source", "agent_id", "body", "type", "channel", "refs"):
+        value = getattr(request, name)
+        texts = value if isinstance(value, list) else [value]
+        for text in texts:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidRequest(
+                        f"{name} is not valid Unicode text (it holds a lone surrogate)",
+                        hint="send UTF-8 text; escape sequences must form whole characters",
+                    ) from None
+
+
 def promote(
     hub: Hub,
     request: MessageRequest,
@@ -58,6 +75,7 @@ def promote(
     authorization: str | None,
     caller_info: CallerInfo,
 ) -> dict[str, Any]:
+    _require_unicode(request)
     has_source = bool(request.source)
     has_body = request.body is not None and request.agent_id is not None
     if has_source == has_body or (has_source and request.body is not None):
