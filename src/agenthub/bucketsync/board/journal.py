@@ -32,6 +32,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from agenthub import pids
 from agenthub.bucketsync.core import idempotency
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.idempotency import Answer, Attempt
@@ -210,12 +211,5 @@ def _abandoned(entry: Entry, now: float) -> bool:
         return True
     if entry.host != host:
         return False
-    if entry.pid == pid:
-        return True  # our pid, but from before this start: a previous incarnation
-    try:
-        os.kill(entry.pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    # Our own pid is a previous incarnation's: recovery runs at start, before serving.
+    return entry.pid == pid or not pids.alive(entry.pid)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from agenthub import pids
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
 from agenthub.clock import Clock, SystemClock
@@ -39,18 +40,6 @@ _STRIPES = 64
 class SweepReport:
     objects_removed: int
     temps_removed: int
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _bucket_parts(bucket: str) -> tuple[str, str]:
@@ -241,7 +230,7 @@ class LocalBucketStore:
             for path in self._walk(root, temps_only=True):
                 match = _TEMP_PID.match(path.name)
                 stale = path.stat().st_mtime < cutoff
-                if (match is not None and not _pid_alive(int(match.group(1)))) or (
+                if (match is not None and not pids.alive(int(match.group(1)))) or (
                     match is None and stale
                 ):
                     with contextlib.suppress(FileNotFoundError):
