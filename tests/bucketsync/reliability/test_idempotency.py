@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.board import journal
+from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
@@ -157,3 +158,19 @@ def test_an_abandoned_post_whose_board_file_landed_is_completed_at_start(
         assert hub.store.read(hub.central, orphan.derived[0][0]) is None
         assert hub.audit.has_row(f"{hub.clock.now():%Y%m}", entry.write_id)
         assert hub.store.list(hub.settings.audit_bucket, journal.JOURNAL) == []
+
+
+def test_a_refusing_audit_bucket_never_fails_a_post(world: World) -> None:
+    world.agent("agent-1")
+    store = world.hub.store
+    original = store.write_batch
+
+    def refusing(bucket: str, batch: Batch) -> None:
+        if bucket == world.hub.settings.audit_bucket:
+            raise StorageUnavailable("audit bucket down")
+        original(bucket, batch)
+
+    store.write_batch = refusing  # type: ignore[method-assign]
+    assert post(world, "k-1")[0] == 201
+    assert len(board(world)) == 1
+    assert world.hub.audit.failures >= 1

@@ -107,8 +107,15 @@ def owner() -> tuple[int, str]:
 
 
 def begin(hub: Hub, entry: Entry) -> None:
-    """Record the intent, before the board file is written."""
-    hub.store.write_batch(hub.settings.audit_bucket, Batch(adds=[(entry.path, entry.encode())]))
+    """Record the intent, before the board file is written. The audit side never fails a
+    post (seed §8): if the AUDIT_BUCKET refuses, the post goes on without crash recovery,
+    and the loss is logged and counted with the audit failures."""
+    try:
+        hub.store.write_batch(hub.settings.audit_bucket, Batch(adds=[(entry.path, entry.encode())]))
+    except StorageUnavailable as exc:
+        hub.audit.failures += 1
+        hub.audit.last_error = f"journal: {exc.message}"
+        log.error("post %s not journaled: %s", entry.write_id, exc.message)
 
 
 def roll_back(hub: Hub, entry: Entry) -> None:
@@ -140,7 +147,14 @@ def complete(hub: Hub, entry: Entry) -> None:
         record = json.dumps({"filename": entry.answer["filename"]}).encode()
         adds.append((_dedup_path(entry.dedup_key), record))
     batch = Batch(adds=adds, deletes=[entry.path])
-    hub.store.write_batch(hub.settings.audit_bucket, batch)
+    try:
+        hub.store.write_batch(hub.settings.audit_bucket, batch)
+    except StorageUnavailable as exc:
+        # The post stands; the journal entry (if any) lets the next start finish this.
+        hub.audit.failures += 1
+        hub.audit.last_error = f"journal: {exc.message}"
+        log.error("post %s answer not recorded: %s", entry.write_id, exc.message)
+        return
     if entry.attempt is not None:
         entry.attempt.recorded = True
 

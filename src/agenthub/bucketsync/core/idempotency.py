@@ -15,14 +15,17 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agenthub.bucketsync.errors import Conflict
+from agenthub.bucketsync.errors import Conflict, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.clock import Clock
+
+log = logging.getLogger(__name__)
 
 HEADER = "idempotency-key"
 TTL_S = 24 * 3600
@@ -168,6 +171,9 @@ class BucketIdempotency:
             if not attempt.recorded:
                 self._store.write_batch(self._bucket, Batch(adds=[self.record(attempt, answer)]))
                 attempt.recorded = True
+        except StorageUnavailable as exc:
+            # The answer was sent; a retry will run again rather than replay it.
+            log.error("Idempotency-Key answer not recorded: %s", exc.message)
         finally:
             self._gate.release(attempt.record_id)
 
