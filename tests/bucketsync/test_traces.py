@@ -51,7 +51,9 @@ def test_bs_10_1_bs_1_23_stats_share_is_tokenless_and_defaults_to_stats(world: W
     response = share(world, "agent-1", manifest())
     assert response.status_code == 201, response.text
     assert response.json()["share"] == "stats"
-    assert response.json()["path"] == f"traces/agent-1/{SESSION}/manifest.md"
+    assert response.json()["path"] == f"traces/agent-1/{SESSION}/"
+    assert response.json()["manifest_path"] == f"traces/agent-1/{SESSION}/manifest.md"
+    assert (response.json()["files_copied"], response.json()["bytes_copied"]) == (0, 0)
 
 
 def test_bs_10_1_unregistered_agent_is_refused(world: World) -> None:
@@ -237,22 +239,33 @@ def test_bs_10_12_stats_are_a_reported_floor(world: World) -> None:
 
     assert body["sessions"] == 3
     assert body["sessions_missing_tokens"] == 1
-    assert body["tokens"] == {
+    assert body["tokens_reported"] == {
         "input": 112,
         "output": 66,
         "cache_read": 15000,
         "cache_creation": 800,
     }
+    assert body["tokens"] == {
+        "total": 15978,
+        "input": 112,
+        "output": 66,
+        "cache_read": 15000,
+        "cache_creation": 800,
+        "reasoning": 0,
+    }
+    assert (body["sessions_counted"], body["agents_reporting"]) == (2, 1)
     assert body["tool_calls"] == 4
     assert body["cost_usd"] == 0.5
 
 
 def test_bs_10_13_digest_stats_line_appears_after_the_first_trace(world: World) -> None:
     world.agent("agent-1")
-    assert "stats" not in world.client.get("/v1/digest").json()
+    before = world.client.get("/v1/digest").json()
+    assert before["stats"] is None and before["stats_line"] is None
     share(world, "agent-1", manifest())
-    line = world.client.get("/v1/digest").json()["stats"]
-    assert line.startswith("1 sessions shared, 15,873 tokens reported")
+    after = world.client.get("/v1/digest").json()
+    assert after["stats_line"].startswith("1 sessions shared, 15,873 tokens reported")
+    assert after["stats"] == {"total_tokens": 15873, "sessions_counted": 1, "agents_reporting": 1}
 
 
 def test_bs_10_14_the_client_is_served_byte_for_byte(world: World) -> None:

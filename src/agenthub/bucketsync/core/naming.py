@@ -80,6 +80,34 @@ def stamp_to_iso(value: str) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def iso_now(moment: datetime, timespec: str = "seconds") -> str:
+    """`moment` as the ISO 8601 UTC text with `Z` every response and frontmatter uses."""
+    return moment.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+# agent-collabs writes `joined`/`timestamp`/`promoted_at` as `YYYY-MM-DD HH:MM UTC`.
+UPSTREAM_MOMENT_FORMAT = "%Y-%m-%d %H:%M UTC"
+
+
+def parse_moment(value: object) -> datetime | None:
+    """A frontmatter timestamp in any shape a bucket holds (ISO 8601 with or without `Z`,
+    a YAML datetime, or agent-collabs' `YYYY-MM-DD HH:MM UTC`), as an aware UTC datetime;
+    None when it is none of them."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            moment = datetime.strptime(text, UPSTREAM_MOMENT_FORMAT)
+        except ValueError:
+            return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def message_filename(stamp_value: str, agent_id: str) -> str:
     return f"{stamp_value}_{agent_id}.md"
 
