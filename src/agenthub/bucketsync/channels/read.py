@@ -3,6 +3,7 @@ a handle's subscriptions and the digest block — all from the one `channels/` l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -152,14 +153,39 @@ def feed_params(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """The feed over `handle`'s subscriptions, as agent-collabs serves it: records keyed by
+    path inside (the same filename minted in two channels is listed twice), items, `next`
+    and `cursor` the plain `{stamp}_{agent}.md` filename. Only where a plain cursor would
+    skip an undelivered copy of the same filename (a page boundary between two channels'
+    copies) does it stay `{filename}#{channel}`, which `after`/`before` accept too."""
     require_handle(hub, handle)
     listed = feed_listed(hub, list(subscriptions(hub, handle)))
-    return listing.page(
+    delivered: list[str] = []
+
+    def render(key: str, record: Record) -> dict[str, Any]:
+        delivered.append(key)
+        return _render(record)
+
+    page = listing.page(
         listed,
         _query(hub, feed_params(params)),
         load=lambda paths: load_records(hub, list(paths)),
-        render=lambda _key, record: _render(record),
+        render=render,
     )
+    if not delivered:
+        delivered = [item for item in page["items"] if isinstance(item, str)]
+        page["items"] = [_plain(key) for key in delivered]
+    copies = Counter(_plain(key) for key in listed.keys)
+    shown = Counter(_plain(key) for key in delivered)
+    for name in ("next", "cursor"):
+        key = page[name]
+        if key is not None and copies[_plain(key)] == shown[_plain(key)]:
+            page[name] = _plain(key)
+    return page
+
+
+def _plain(key: str) -> str:
+    return key.partition(FEED_KEY_SEP)[0]
 
 
 def digest_block(hub: Hub, as_handle: str | None, since: str | None) -> dict[str, Any]:
