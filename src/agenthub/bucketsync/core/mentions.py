@@ -23,7 +23,8 @@ def mentioned_handles(body: str) -> list[str]:
 
 
 def normalize_refs(refs: Any) -> list[str]:
-    """`refs` given as a comma/whitespace separated string or a list, stored as a list."""
+    """`refs` given as a comma/whitespace separated string or a list, read as a list (the
+    file keeps the shape its author gave)."""
     if refs is None:
         return []
     if isinstance(refs, str):
