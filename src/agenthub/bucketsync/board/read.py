@@ -45,7 +45,7 @@ def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 
 def get_message(hub: Hub, filename: str) -> dict[str, Any]:
     record = None
-    if naming.parse_stamped_filename(filename) is not None:
+    if naming.read_board_filename(filename) is not None:
         record = hub.read_model.record(f"{naming.MESSAGE_BOARD}{filename}", naming.MESSAGE_BOARD)
     if record is None:
         raise NotFound(

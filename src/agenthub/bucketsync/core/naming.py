@@ -118,6 +118,34 @@ def parse_stamped_filename(filename: str) -> tuple[str, str] | None:
     return (match["stamp"], match["agent"]) if match else None
 
 
+# Board files not minted by our stamper, e.g. agent-collabs' dashboard human posts
+# `YYYYMMDD-HHmmss_human-<name>_<uuid8>.md`: a time prefix (millis optional), an author.
+_LOOSE_STAMPED_RE = re.compile(
+    r"^(?P<stamp>\d{8}-\d{6})(?:-(?P<ms>\d{3}))?_(?P<author>[a-z0-9](?:[a-z0-9-]{0,78}[a-z0-9])?)"
+    r"(?:_[^/]*)?\.md$"
+)
+
+
+def read_board_filename(filename: str) -> tuple[str | None, str | None] | None:
+    """`(stamp, author)` for any markdown file a board-style folder holds, so nothing on
+    the board is invisible: ours give both; a file with only a time prefix gives that
+    prefix as a stamp (`-000` millis when it has none) and its author when it names one;
+    any other `*.md` gives `(None, None)` (it sorts after every stamped file). None for
+    what is not a visible markdown leaf."""
+    parsed = parse_stamped_filename(filename)
+    if parsed is not None:
+        return parsed
+    if "/" in filename or filename.startswith(".") or not filename.endswith(".md"):
+        return None
+    match = _LOOSE_STAMPED_RE.match(filename)
+    if match is None:
+        return None, None
+    author = match["author"]
+    if not (is_human_handle(author) or AGENT_ID_RE.match(author)):
+        author = None
+    return f"{match['stamp']}-{match['ms'] or '000'}", author
+
+
 def registration_path(agent_id: str) -> str:
     return f"{AGENTS}{agent_id}.md"
 
