@@ -19,7 +19,7 @@ def _inbox_index(entries: dict[str, FileEntry]) -> dict[str, dict[str, str]]:
     for path in entries:
         rest = path[len(naming.INBOX) :]
         handle, _, filename = rest.partition("/")
-        if "/" in filename or naming.parse_stamped_filename(filename) is None:
+        if naming.read_board_filename(filename) is None:
             continue
         by_handle.setdefault(handle, {})[filename] = path
     return by_handle
