@@ -174,7 +174,7 @@ def test_bs_10_8_records_are_updatable_and_stats_never_downgrades_full(world: Wo
     assert again.json()["share"] == "full"
     trace = world.client.get(f"/v1/traces/agent-1/{SESSION}").json()
     assert trace["frontmatter"]["tool_calls"] == 9
-    assert trace["log_files"] == [LOG]
+    assert trace["log_files"] == [f"traces/agent-1/{SESSION}/{LOG}"]
     assert world.client.get("/v1/traces").json()["count"] == 1
 
 
@@ -294,4 +294,4 @@ def test_share_trace_client_round_trip_over_http(world: World, tmp_path: Path) -
     trace = world.client.get(f"/v1/traces/agent-1/{SESSION}").json()
     assert trace["frontmatter"]["tokens"]["output"] == 4
     assert trace["frontmatter"]["completeness"] == "full"
-    assert trace["log_files"] == [f"{SESSION}.jsonl"]
+    assert trace["log_files"] == [f"traces/agent-1/{SESSION}/{SESSION}.jsonl"]

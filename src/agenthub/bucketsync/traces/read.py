@@ -52,7 +52,9 @@ def _render(key: str, record: Record) -> dict[str, Any]:
     agent, session = key.split("/", 1)
     fm = record.frontmatter
     usage = usage_of(fm)
-    log_files = [str(name) for name in fm.get("log_files") or []]
+    folder = trace_dir(agent, session)
+    # Central paths, as agent-collabs answers (the manifest keeps the bare names).
+    log_files = [folder + str(name) for name in fm.get("log_files") or []]
     return {
         "id": key,
         "agent": agent,
@@ -67,13 +69,9 @@ def _render(key: str, record: Record) -> dict[str, Any]:
         "tool_calls": tool_calls_of(fm),
         "result_ref": _text(fm.get("result_ref")),
         "summary_excerpt": _excerpt(record.body),
-        "path": trace_dir(agent, session),
+        "path": folder,
         "manifest_path": record.path,
-        "primary_log_file": (
-            trace_dir(agent, session) + log_files[0]
-            if fm.get("share") == "full" and log_files
-            else None
-        ),
+        "primary_log_file": log_files[0] if fm.get("share") == "full" and log_files else None,
         "frontmatter": fm,
         "log_files": log_files,
     }

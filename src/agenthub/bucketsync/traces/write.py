@@ -271,7 +271,7 @@ def promote_trace(
         "bytes_copied": bytes_copied,
         "share": share,
         "completeness": stamped["completeness"],
-        "log_files": log_files,
+        "log_files": [dest + name for name in log_files],  # central paths, as listed
     }
 
 
