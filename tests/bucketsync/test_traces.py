@@ -146,15 +146,23 @@ def test_bs_10_6_full_share_copies_only_the_declared_log(world: World) -> None:
     assert copied == b'{"type":"user"}\n'
 
 
-@pytest.mark.parametrize("declared", [None, "manifest.md", "../x.jsonl", "absent.jsonl"])
+@pytest.mark.parametrize(
+    ("declared", "code"),
+    [
+        (None, "INVALID_FRONTMATTER"),  # the manifest lacks the field, as agent-collabs says
+        ("manifest.md", "INVALID_PATH"),
+        ("../x.jsonl", "INVALID_PATH"),
+        ("absent.jsonl", "INVALID_PATH"),
+    ],
+)
 def test_bs_10_6_full_share_needs_a_declared_present_log(
-    world: World, declared: str | None
+    world: World, declared: str | None, code: str
 ) -> None:
     world.agent("agent-1")
     text = manifest(native_log_file=declared) if declared else manifest()
     response = share(world, "agent-1", text, share="full")
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "INVALID_PATH"
+    assert response.json()["error"]["code"] == code
 
 
 def test_bs_10_7_full_share_over_the_size_cap_is_413(world: World) -> None:

@@ -213,7 +213,13 @@ def promote_trace(
     bytes_copied = 0
     if share == "full":
         native = client.get("native_log_file")
-        if not isinstance(native, str) or native == MANIFEST or "/" in native:
+        if not isinstance(native, str) or not native.strip():
+            raise InvalidFrontmatter(
+                "share: full needs manifest.native_log_file naming the session log",
+                hint="run share_trace.py --full, which declares the session log it uploads",
+            )
+        native = native.strip()
+        if native == MANIFEST or "/" in native:
             raise InvalidPath(
                 "share: full needs manifest.native_log_file naming one file beside the manifest",
                 hint="run share_trace.py --full, which declares the session log it uploads",
