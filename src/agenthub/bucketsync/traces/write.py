@@ -194,9 +194,10 @@ def promote_trace(
 
     source = claim_source(hub, source_uri, check=session_of)
     session = session_of(source)
-    files = {e.path: e for e in hub.store.list(source.bucket, source.path, recursive=True)}
-    manifest_entry = files.get(source.path + MANIFEST)
-    data = hub.store.read(source.bucket, source.path + MANIFEST) if manifest_entry else None
+    folder = source.path.rstrip("/") + "/"  # both forms name the same folder
+    files = {e.path: e for e in hub.store.list(source.bucket, folder, recursive=True)}
+    manifest_entry = files.get(folder + MANIFEST)
+    data = hub.store.read(source.bucket, folder + MANIFEST) if manifest_entry else None
     if data is None:
         raise InvalidPath(
             f"{source_uri} has no {MANIFEST}",
@@ -225,11 +226,11 @@ def promote_trace(
                 hint="run share_trace.py --full, which declares the session log it uploads",
             )
         naming.validate_components(native)
-        entry = files.get(source.path + native)
+        entry = files.get(folder + native)
         if entry is None:
             raise InvalidPath(
                 f"the declared log {native!r} is not in {source_uri}",
-                hint=f"upload it to {source_uri}{native} first",
+                hint=f"upload it to {source_uri.rstrip('/')}/{native} first",
             )
         if entry.size > hub.settings.sync_max_bytes:
             raise SyncTooLarge(
