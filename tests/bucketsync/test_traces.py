@@ -35,12 +35,12 @@ def manifest(**overrides: Any) -> str:
 
 
 def share(world: World, agent: str, text: str | None = None, *, share: str | None = None,
-          session: str = SESSION, log: bytes | None = None) -> Any:  # fmt: skip
+          session: str = SESSION, log: bytes | None = None, slash: str = "/") -> Any:  # fmt: skip
     if text is not None:
         assert world.put(agent, f"traces/{session}/manifest.md", text).status_code == 201
     if log is not None:
         assert world.put(agent, f"traces/{session}/{LOG}", log).status_code == 201
-    body: dict[str, Any] = {"source": world.uri(agent, f"traces/{session}/")}
+    body: dict[str, Any] = {"source": world.uri(agent, f"traces/{session}{slash}")}
     if share is not None:
         body["share"] = share
     return world.client.post("/v1/traces", json=body)
@@ -68,13 +68,24 @@ def test_bs_10_1_unregistered_agent_is_refused(world: World) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [f"traces/{SESSION}", f"traces/{SESSION}/manifest.md", "notes/x/", f"traces/{SESSION}/deeper/"],
+    # `traces/<session>` without the slash is the same folder (agent-collabs' form, issue 15)
+    [f"traces/{SESSION}/manifest.md", "notes/x/", f"traces/{SESSION}/deeper/", "traces/"],
 )
 def test_bs_10_2_source_must_be_exactly_a_traces_session_folder(world: World, path: str) -> None:
     world.agent("agent-1")
     response = world.client.post("/v1/traces", json={"source": world.uri("agent-1", path)})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "INVALID_PATH"
+
+
+def test_both_source_forms_promote_the_same_record(world: World) -> None:
+    world.agent("agent-1")
+    with_slash = share(world, "agent-1", manifest())
+    without = share(world, "agent-1", manifest(tool_calls=5), slash="")
+    assert (with_slash.status_code, without.status_code) == (201, 201)
+    assert with_slash.json()["path"] == without.json()["path"] == f"traces/agent-1/{SESSION}/"
+    listed = world.client.get("/v1/traces?expand=true").json()
+    assert listed["count"] == 1 and listed["items"][0]["tool_calls"] == 5
 
 
 def test_bs_10_3_manifest_required_and_session_id_must_match(world: World) -> None:
