@@ -186,8 +186,8 @@ def test_nothing_it_did_not_write_is_rewritten(taken_over: tuple[Any, Any]) -> N
     assert client.get("/v1/leaderboard").json()["rows"][0]["agent"] == "agent-1"
 
     after = snapshot(store, CENTRAL)
-    rewritten = {
-        path for path, digest in before.items() if after.get(path) != digest
-    } - {"agents/agent-1.md"}  # the one file the organizer's agent asked us to rewrite
+    rewritten = {path for path, digest in before.items() if after.get(path) != digest} - {
+        "agents/agent-1.md"
+    }  # the one file the organizer's agent asked us to rewrite
     assert rewritten == set()
     assert len(after) > len(before)

@@ -195,7 +195,7 @@ def describe(hub: Hub) -> dict[str, Any]:
             "channel_member": "channels/{name}/members/{handle}.md",
             "channel_feed_key": "{filename} (feed items and cursor; a copy of the same filename "
             "in two channels is listed twice, and a page boundary between them is "
-            "{filename}#{channel})",
+            "{filename}~{channel})",
             "watch": {
                 "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
                 "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],

@@ -125,11 +125,13 @@ def channel_messages(hub: Hub, name: str, params: Mapping[str, str]) -> dict[str
     )
 
 
-FEED_KEY_SEP = "#"
+# `~` is unreserved in a URL, so a cursor carrying it needs no escaping (a `#` would start
+# a fragment and be dropped by curl and every HTTP client).
+FEED_KEY_SEP = "~"
 
 
 def feed_listed(hub: Hub, names: list[str]) -> listing.Listed:
-    """The union of `names`' messages keyed `{filename}#{channel}` (two channels may hold
+    """The union of `names`' messages keyed `{filename}~{channel}` (two channels may hold
     the same filename), so keys sort by (filename, path)."""
     index = channels_index(hub)
     paths: dict[str, str] = {}
@@ -157,7 +159,7 @@ def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     path inside (the same filename minted in two channels is listed twice), items, `next`
     and `cursor` the plain `{stamp}_{agent}.md` filename. Only where a plain cursor would
     skip an undelivered copy of the same filename (a page boundary between two channels'
-    copies) does it stay `{filename}#{channel}`, which `after`/`before` accept too."""
+    copies) does it stay `{filename}~{channel}`, which `after`/`before` accept too."""
     require_handle(hub, handle)
     listed = feed_listed(hub, list(subscriptions(hub, handle)))
     delivered: list[str] = []
@@ -176,11 +178,15 @@ def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
         delivered = [item for item in page["items"] if isinstance(item, str)]
         page["items"] = [_plain(key) for key in delivered]
     copies = Counter(_plain(key) for key in listed.keys)
+    last_copy = {_plain(key): key for key in listed.keys}  # keys are sorted
     shown = Counter(_plain(key) for key in delivered)
-    for name in ("next", "cursor"):
-        key = page[name]
-        if key is not None and copies[_plain(key)] == shown[_plain(key)]:
-            page[name] = _plain(key)
+    cursor, following = page["cursor"], page["next"]
+    # `after=<filename>` passes every copy of it: plain once the newest copy is in hand.
+    if cursor is not None and last_copy.get(_plain(cursor)) == cursor:
+        page["cursor"] = _plain(cursor)
+    # `next` may be used as `after` or `before`: plain only when no copy is left behind.
+    if following is not None and copies[_plain(following)] == shown[_plain(following)]:
+        page["next"] = _plain(following)
     return page
 
 
