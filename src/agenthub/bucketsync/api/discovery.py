@@ -165,6 +165,8 @@ def describe(hub: Hub) -> dict[str, Any]:
             "inbox (broadcasts/{filename})",
             "human_posts": "humans post as human-<name> with Authorization: Bearer and are "
             "reachable as @human-<name>",
+            "channels": "topic rooms at channels/{name}/ (organizers create them); post with "
+            "channel: <name>, subscribe to follow, GET /v1/channels/feed reads them all",
             "agent_id": "^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$ (human, human-* reserved)",
             "scratch_bucket": f"{s.org}/{s.collab_slug}-{{agent_id}}",
             "source_uri": f"hf://buckets/{s.org}/{s.collab_slug}-{{agent_id}}/{{path}}",
@@ -204,7 +206,14 @@ def describe(hub: Hub) -> dict[str, Any]:
         },
         "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
-            {"method": method, "path": path, "description": description}
+            # `purpose`/`params` are agent-collabs' names; our one line serves as the purpose.
+            {
+                "method": method,
+                "path": path,
+                "description": description,
+                "purpose": description,
+                "params": "",
+            }
             for method, path, description in endpoints
         ],
     }
