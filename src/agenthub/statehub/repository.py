@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select
@@ -155,6 +155,16 @@ def upsert_receipts(
         where=or_(*changes) if changes else false(),
     )
     session.execute(stmt)
+
+
+def delivered(session: Session, message_ids: Collection[uuid.UUID], agent: str) -> set[uuid.UUID]:
+    """The ids among `message_ids` that `agent` already has a delivery stamp for."""
+    stmt = select(MessageReceipt.message_id).where(
+        MessageReceipt.agent == agent,
+        MessageReceipt.message_id.in_(message_ids),
+        MessageReceipt.delivered_at.is_not(None),
+    )
+    return set(session.scalars(stmt).all())
 
 
 def get_receipt(session: Session, message_id: uuid.UUID, agent: str) -> MessageReceipt | None:
