@@ -94,6 +94,8 @@ def uuid_text(value: uuid.UUID | str) -> str:
     if isinstance(value, str):
         if len(value) == 32:  # SQLite stores the 32 hex digits
             return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+        if len(value) == 36 and value.islower():
+            return value  # PostgreSQL's canonical text (`wire_columns` casts the id)
         return str(uuid.UUID(value))
     return str(value)
 
