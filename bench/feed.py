@@ -42,7 +42,7 @@ VALUES (gen_random_uuid(), 'bench', 'inbox', 'subject', 'body of a benchmark mes
 ROWS_PER_TRANSACTION = 100
 
 
-def _pgbench_tps(url: str, clients: int, seconds: int) -> float:
+def pgbench_tps(url: str, clients: int, seconds: int) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(PGBENCH_SCRIPT)
     out = subprocess.run(
@@ -79,7 +79,7 @@ def write_throughput(seconds: int, runs: int) -> None:
             for clients in (1, 8):
                 for variant in variants:
                     tps.setdefault((variant, clients), []).append(
-                        _pgbench_tps(urls[variant], clients, seconds)
+                        pgbench_tps(urls[variant], clients, seconds)
                     )
     print(
         f"{'variant':<10}{'1 writer tx/s':>16}{'8 writers tx/s':>16}{'8w vs plain (median of ratios)':>32}"
@@ -92,7 +92,7 @@ def write_throughput(seconds: int, runs: int) -> None:
         )
 
 
-def _load(url: str, changes: int) -> None:
+def load_changes(url: str, changes: int) -> None:
     """`changes` messages in transactions of 100 rows: one revision each."""
     engine = make_engine(url)
     migrate.upgrade(engine)
@@ -117,7 +117,7 @@ def catch_up_and_snapshot(changes: int, runs: int) -> None:
     )
     with tempfile.TemporaryDirectory() as tmp, pg_database() as pg_url:
         for name, url in (("sqlite", f"sqlite:///{tmp}/feed.db"), ("postgresql", pg_url)):
-            _load(url, changes)
+            load_changes(url, changes)
             rates: list[float] = []
             pages = 0
             with statehub_server(url) as (base, _pid), httpx.Client(timeout=120) as client:
