@@ -181,27 +181,27 @@ class InboxService:
         # common case) is answered from a read transaction, without the write lock.
         reader = query.to_agent if query.unread_only else None
         with self.db.read() as session:
-            messages = self._list(session, query, now)
-            if reader is None or not self._undelivered(session, reader, messages):
+            messages, canonical = self._list(session, query, now)
+            if reader is None or not self._undelivered(session, canonical, messages):
                 return messages
         with self.db.write() as session:
-            messages = self._list(session, query, now)
+            messages, canonical = self._list(session, query, now)
             broadcasts = [m.id for m in messages if m.to_agent == BROADCAST]
-            canonical = repo.canonical_agent(session, reader)
             repo.upsert_receipts(session, broadcasts, canonical, delivered_at=now)
             return messages
 
     @staticmethod
-    def _list(session: Session, query: ListQuery, now: datetime) -> list[AgentMessage]:
-        to_values = (
-            repo.identity_values(session, query.to_agent) if query.to_agent is not None else None
-        )
+    def _list(session: Session, query: ListQuery, now: datetime) -> tuple[list[AgentMessage], str]:
+        """The page, and the reader's canonical slug (`""` without a reader)."""
+        canonical, to_values = "", None
+        if query.to_agent is not None:
+            canonical, to_values = repo.identity(session, query.to_agent)
         from_values = (
             repo.identity_values(session, query.from_agent)
             if query.from_agent is not None
             else None
         )
-        return repo.list_messages(
+        messages = repo.list_messages(
             session,
             now=now,
             to_values=to_values,
@@ -211,15 +211,15 @@ class InboxService:
             include_archived=query.include_archived,
             limit=query.limit,
         )
+        return messages, canonical
 
     @staticmethod
     def _undelivered(session: Session, reader: str, messages: list[AgentMessage]) -> bool:
-        """Whether a broadcast in `messages` lacks `reader`'s delivery stamp."""
+        """Whether a broadcast in `messages` lacks `reader`'s (canonical) delivery stamp."""
         broadcasts = {m.id for m in messages if m.to_agent == BROADCAST}
         if not broadcasts:
             return False
-        canonical = repo.canonical_agent(session, reader)
-        return len(repo.delivered(session, broadcasts, canonical)) < len(broadcasts)
+        return len(repo.delivered(session, broadcasts, reader)) < len(broadcasts)
 
     def get(self, message_id: uuid.UUID) -> AgentMessage:
         with self.db.read() as session:
