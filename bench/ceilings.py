@@ -46,8 +46,6 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from agenthub.db import make_engine
-from agenthub.statehub import migrate, revisions, source
-from agenthub.statehub.store import Database
 from bench._lean import LeanConnection, closed_loop
 from bench._servers import free_port, percentile, pg_database, statehub_server
 
@@ -381,21 +379,11 @@ def feed_rows(args: argparse.Namespace) -> list[Row]:
 def write_rows(args: argparse.Namespace) -> list[Row]:
     if "postgresql" not in args.databases:
         return []
-    from bench.feed import pgbench_tps
+    from bench.feed import WRITE_VARIANTS, pgbench_tps, write_variant_databases
 
-    variants = ("plain", "lock", "xid")
+    variants = WRITE_VARIANTS
     with contextlib.ExitStack() as stack:
-        urls = {v: stack.enter_context(pg_database("agenthub_ceiling")) for v in variants}
-        for variant, url in urls.items():
-            engine = make_engine(url)
-            migrate.upgrade(engine)
-            if variant == "plain":
-                with engine.begin() as conn:
-                    for statement in revisions.PG_DROP[:4]:  # the triggers only
-                        conn.execute(text(statement))
-            else:
-                source.prepare(Database(engine), variant)  # type: ignore[arg-type]
-            engine.dispose()
+        urls = write_variant_databases(stack)
         tps: dict[str, list[float]] = {v: [] for v in variants}
         seconds = max(1, round(args.seconds))
         for _round in range(args.rounds):

@@ -22,6 +22,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import insert, text
@@ -55,25 +56,35 @@ def pgbench_tps(url: str, clients: int, seconds: int) -> float:
     return float(match.group(1))
 
 
+WRITE_VARIANTS = ("plain", "lock", "xid")
+
+
+def write_variant_databases(stack: contextlib.ExitStack[Any]) -> dict[str, str]:
+    """A throw-away database per write variant: `plain` (the revision triggers
+    dropped), `lock` and `xid`; closed with `stack`."""
+    urls = {v: stack.enter_context(pg_database()) for v in WRITE_VARIANTS}
+    for variant, url in urls.items():
+        engine = make_engine(url)
+        migrate.upgrade(engine)
+        if variant == "plain":
+            with engine.begin() as conn:
+                for statement in revisions.PG_DROP[:4]:  # the triggers only
+                    conn.execute(text(statement))
+        else:
+            source.prepare(Database(engine), variant)  # type: ignore[arg-type]
+        engine.dispose()
+    return urls
+
+
 def write_throughput(seconds: int, runs: int) -> None:
     """Each round measures every variant back to back (interleaved), so machine noise
     hits all three alike; the ratio is taken per round and the median reported."""
     print(
         f"\n## Write throughput (pgbench, {seconds}s per run, median of {runs} interleaved rounds)"
     )
-    variants = ("plain", "lock", "xid")
+    variants = WRITE_VARIANTS
     with contextlib.ExitStack() as stack:
-        urls = {v: stack.enter_context(pg_database()) for v in variants}
-        for variant, url in urls.items():
-            engine = make_engine(url)
-            migrate.upgrade(engine)
-            if variant == "plain":
-                with engine.begin() as conn:
-                    for statement in revisions.PG_DROP[:4]:  # the triggers only
-                        conn.execute(text(statement))
-            else:
-                source.prepare(Database(engine), variant)  # type: ignore[arg-type]
-            engine.dispose()
+        urls = write_variant_databases(stack)
         tps: dict[tuple[str, int], list[float]] = {}
         for _round in range(runs):
             for clients in (1, 8):
