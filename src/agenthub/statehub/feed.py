@@ -270,7 +270,7 @@ class FeedService:
             result = session.execute(stmt)
             if postgres:
                 names = [column.name for column in columns]
-                return [dict(zip(names, row, strict=True)) for row in result.tuples()]
+                return [dict(zip(names, row, strict=True)) for row in result]
             return [shape(row) for row in result]
 
         changes = [
