@@ -208,7 +208,7 @@ async def post(base: str, payload: dict[str, Any], token: str | None = None) -> 
 
 async def broadcast_wake(waiters: int, broadcasts: int) -> tuple[list[float], list[float]]:
     """One bucket-sync worker, `waiters` parked agents, `broadcasts` organizer
-    broadcasts: (wake latencies from the POST's return, POST latencies), in ms."""
+    broadcasts: (wake latencies from the POST's send, POST latencies), in ms."""
     env = {
         "LONGPOLL_MAX_WAITERS_TOTAL": str(max(256, waiters + 16)),
         "LONGPOLL_WAKE_SPREAD_THRESHOLD": "1000000",
@@ -245,7 +245,8 @@ async def _broadcasts(
         await asyncio.wait_for(
             asyncio.gather(*(e.wait() for e in pool.events.values())), timeout=60
         )
-        wake_ms.extend((pool.arrivals[h][-1][0] - returned) * 1000 for h in pool.handles)
+        # From the POST's send: bucket-sync may answer waiters before the POST's own response.
+        wake_ms.extend((pool.arrivals[h][-1][0] - sent) * 1000 for h in pool.handles)
     return wake_ms, post_ms
 
 
@@ -303,7 +304,7 @@ async def scenario(
     print(f"\n== {label}: {workers} worker(s), {waiters} parked waiters")
     print(f"  mention wake (from POST return):   {summary(mention_ms)}")
     print(f"  mention wake (from POST send):     {summary(mention_send_ms)}")
-    print(f"  broadcast wake (from POST return): {summary(broadcast_ms)}")
+    print(f"  broadcast wake (from POST send):   {summary(broadcast_ms)}")
     print(f"  server RSS per parked waiter:      {per_waiter:.1f} KiB")
     print(f"  client reconnects (closed keep-alive connections): {retries}")
 

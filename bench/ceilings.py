@@ -12,6 +12,7 @@ both alike; a ratio is taken per round and the median printed.
   feed catch-up, limit 5000    GET /messages/feed pages       PostgreSQL COPY (row_to_json)
   writes, 8 writers            pgbench INSERT, lock and xid   the same INSERT with no trigger
   broadcast wake, 256 waiters  bucket-sync GET /v1/inbox      uvicorn + FastAPI parked on one event
+                               (latency from the POST's send to each waiter's answer)
 
 Every HTTP request goes through the lean client in `bench/_lean.py`. The hub-core
 rows come from `bench/ceilings_hubcore.py` (`rows(args)`) when that file exists.
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -128,7 +129,7 @@ def trivial_wake_app() -> Any:
 
     @app.get("/parked")
     async def parked() -> dict[str, int]:
-        return {"parked": state["parked"]}
+        return {"parked": state["parked"], "generation": state["generation"]}
 
     @app.post("/fire")
     async def fire() -> dict[str, int]:
@@ -409,8 +410,9 @@ async def _trivial_wake(base: str, waiters: int, broadcasts: int) -> tuple[list[
     arrivals: list[float] = [0.0] * waiters
     wake_ms: list[float] = []
     post_ms: list[float] = []
+    start = json.loads(await _get(base, "/parked"))["generation"]
     try:
-        for generation in range(broadcasts):
+        for generation in range(start, start + broadcasts):
             tasks = [
                 asyncio.create_task(_park(conn, generation, arrivals, i))
                 for i, conn in enumerate(conns)
@@ -424,7 +426,7 @@ async def _trivial_wake(base: str, waiters: int, broadcasts: int) -> tuple[list[
             await poster.close()
             await asyncio.gather(*tasks)
             post_ms.append((returned - sent) * 1000)
-            wake_ms.extend((arrived - returned) * 1000 for arrived in arrivals)
+            wake_ms.extend((arrived - sent) * 1000 for arrived in arrivals)
     finally:
         for conn in conns:
             await conn.close()
@@ -493,13 +495,14 @@ def hubcore_rows(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-def print_table(rows: list[Row]) -> None:
+def print_table(rows: list[Row], file: TextIO = sys.stdout) -> None:
     columns = ("measure", "ours", "ceiling", "ratio", "target")
     widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
-    print(" | ".join(c.ljust(widths[c]) for c in columns))
-    print("-+-".join("-" * widths[c] for c in columns))
+    print(" | ".join(c.ljust(widths[c]) for c in columns), file=file)
+    print("-+-".join("-" * widths[c] for c in columns), file=file)
     for row in rows:
-        print(" | ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
+        print(" | ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns), file=file)
+    file.flush()
 
 
 def main() -> None:
@@ -525,8 +528,12 @@ def main() -> None:
     rows: list[Row] = []
     for name in args.only.split(","):
         started = time.perf_counter()
-        rows.extend(sections[name](args))
+        section = sections[name](args)
+        rows.extend(section)
+        # Each section's rows as soon as they are known (a long run keeps what it has).
         print(f"({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        if section:
+            print_table(section, file=sys.stderr)
     print(f"\nceilings: median of {args.rounds} interleaved round(s) (cwd {os.getcwd()})\n")
     print_table(rows)
 
