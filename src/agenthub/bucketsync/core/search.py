@@ -1,0 +1,95 @@
+"""The `q=` index: the words of every parsed document, kept beside the content cache.
+
+`q=` is a case-insensitive substring match on a record's `search_text`. Any run of word
+characters in the lowered query lies inside one word of every text containing it, so the
+documents holding some word that contains the query's longest run are a superset of the
+matches: the listing loads and checks only those, instead of every record. The index is
+keyed by content hash (documents are content-addressed) and follows the content cache:
+a document is indexed when it is parsed and dropped when it is evicted; a document that
+is not indexed is always a candidate, so the index never hides a match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+
+WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(WORD.findall(text))
+
+
+class SearchIndex:
+    def __init__(self) -> None:
+        self._words_of: dict[str, frozenset[str]] = {}
+        self._postings: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+        # Every word, newline-joined, so a substring lookup is one C-level scan.
+        self._vocabulary: list[str] = []
+        self._starts: list[int] = []
+        self._joined = ""
+        self._stale = True
+
+    def __contains__(self, content_hash: object) -> bool:
+        return content_hash in self._words_of
+
+    def __len__(self) -> int:
+        return len(self._words_of)
+
+    def add(self, content_hash: str, text: str) -> None:
+        if content_hash in self._words_of:
+            return
+        found = words(text)
+        with self._lock:
+            if content_hash in self._words_of:
+                return
+            self._words_of[content_hash] = found
+            for word in found:
+                holders = self._postings.get(word)
+                if holders is None:
+                    self._postings[word] = {content_hash}
+                    self._stale = True
+                else:
+                    holders.add(content_hash)
+
+    def remove(self, content_hash: str) -> None:
+        with self._lock:
+            for word in self._words_of.pop(content_hash, ()):
+                holders = self._postings[word]
+                holders.discard(content_hash)
+                if not holders:
+                    del self._postings[word]
+                    self._stale = True
+
+    def candidates(self, query: str) -> set[str] | None:
+        """Content hashes of indexed documents that may contain the lowered `query`;
+        None when the query has no word characters to narrow by."""
+        runs = WORD.findall(query)
+        if not runs:
+            return None
+        run = max(runs, key=len)
+        with self._lock:
+            if self._stale:
+                self._vocabulary = list(self._postings)
+                self._starts = []
+                offset = 0
+                for word in self._vocabulary:
+                    self._starts.append(offset)
+                    offset += len(word) + 1
+                self._joined = "\n".join(self._vocabulary)
+                self._stale = False
+            joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
+            found: set[str] = set()
+            seen = -1
+            at = joined.find(run)
+            while at >= 0:
+                index = bisect.bisect_right(starts, at) - 1
+                if index != seen:
+                    seen = index
+                    found.update(self._postings[vocabulary[index]])
+                # Continue after this word: one hit per word is enough.
+                at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
+            return found
