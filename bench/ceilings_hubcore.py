@@ -81,7 +81,9 @@ def _sqlite_value(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return value.hex
     if isinstance(value, datetime):
-        return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return (
+            value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        )
     return value
 
 
@@ -172,9 +174,7 @@ def follow_once(source: str, target: str) -> dict[str, float]:
 
 def bulk_load(source: str, target: str) -> dict[str, float]:
     """The ceiling: the same rows read from State Hub and bulk-loaded into hub-core."""
-    seconds, rss, _ = _run_child(
-        [sys.executable, __file__, "--phase", "bulk", source, target], {}
-    )
+    seconds, rss, _ = _run_child([sys.executable, __file__, "--phase", "bulk", source, target], {})
     return {"seconds": seconds, "rss_mb": rss}
 
 
@@ -278,7 +278,9 @@ def main() -> None:
         assert name == "bulk"
         _phase_bulk(*rest)
         return
-    print_rows(rows(messages=args.messages, repeats=args.repeats, databases=args.db or ("sqlite", "pg")))
+    print_rows(
+        rows(messages=args.messages, repeats=args.repeats, databases=args.db or ("sqlite", "pg"))
+    )
 
 
 if __name__ == "__main__":

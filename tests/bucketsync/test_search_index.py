@@ -104,9 +104,9 @@ def test_a_new_query_loads_only_its_candidates(tmp_path: Path, clock: FrozenCloc
     loads.clear()
     assert len(_search(model, "x-ray", loads)) == len(_scan(model, "x-ray"))
     assert loads and loads[0] < 50
-    reads = store.read_many_calls  # type: ignore[attr-defined]
+    reads = store.read_many_calls
     _search(model, "naïve", loads)
-    assert store.read_many_calls == reads  # type: ignore[attr-defined]
+    assert store.read_many_calls == reads
 
 
 def test_q_over_http_sees_a_message_written_after_the_index(world: World) -> None:
