@@ -2,7 +2,7 @@
 
 `q=` is a case-insensitive substring match on a record's `search_text`. Any run of word
 characters in the lowered query lies inside one word of every text containing it, so the
-documents holding some word that contains the query's longest run are a superset of the
+documents holding, for each such run, some word that contains it are a superset of the
 matches: the listing loads and checks only those, instead of every record. The index is
 keyed by content hash (documents are content-addressed) and follows the content cache:
 a document is indexed when it is parsed and dropped when it is evicted; a document that
@@ -65,31 +65,40 @@ class SearchIndex:
                     self._stale = True
 
     def candidates(self, query: str) -> set[str] | None:
-        """Content hashes of indexed documents that may contain the lowered `query`;
-        None when the query has no word characters to narrow by."""
-        runs = WORD.findall(query)
+        """Content hashes of indexed documents that may contain the lowered `query`
+        (each of its runs of word characters inside some word of theirs); None when the
+        query has no word characters to narrow by."""
+        runs = sorted(set(WORD.findall(query)), key=len, reverse=True)
         if not runs:
             return None
-        run = max(runs, key=len)
         with self._lock:
             if self._stale:
-                self._vocabulary = list(self._postings)
-                self._starts = []
-                offset = 0
-                for word in self._vocabulary:
-                    self._starts.append(offset)
-                    offset += len(word) + 1
-                self._joined = "\n".join(self._vocabulary)
-                self._stale = False
-            joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
-            found: set[str] = set()
-            seen = -1
-            at = joined.find(run)
-            while at >= 0:
-                index = bisect.bisect_right(starts, at) - 1
-                if index != seen:
-                    seen = index
-                    found.update(self._postings[vocabulary[index]])
-                # Continue after this word: one hit per word is enough.
-                at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
+                self._rebuild()
+            found = self._holding(runs[0])
+            for run in runs[1:]:
+                if not found:
+                    break
+                found &= self._holding(run)
             return found
+
+    def _rebuild(self) -> None:
+        self._vocabulary = list(self._postings)
+        self._starts = []
+        offset = 0
+        for word in self._vocabulary:
+            self._starts.append(offset)
+            offset += len(word) + 1
+        self._joined = "\n".join(self._vocabulary)
+        self._stale = False
+
+    def _holding(self, run: str) -> set[str]:
+        """Documents with a word containing `run` (one C-level scan of the vocabulary)."""
+        joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
+        found: set[str] = set()
+        at = joined.find(run)
+        while at >= 0:
+            index = bisect.bisect_right(starts, at) - 1
+            found.update(self._postings[vocabulary[index]])
+            # Continue after this word: one hit per word is enough.
+            at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
+        return found
