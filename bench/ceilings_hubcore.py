@@ -6,6 +6,10 @@
               database, loaded into hub-core's tables with `COPY FROM STDIN` on PostgreSQL,
               one `executemany` transaction on SQLite).
 
+    search    bucket-sync `GET /v1/messages?q=<three new words>&limit=50` on a 20,000-message
+              board (a new query each request), req/s. Beside it: the same board listed
+              without `q=` (`GET /v1/messages?limit=50`), what a search could at best cost.
+
 Each repeat runs ours then the ceiling back to back, so machine noise hits both alike;
 medians are printed, and the ratio is ours / ceiling.
 
@@ -39,7 +43,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate as hubcore_migrate
 from agenthub.statehub import migrate as statehub_migrate
-from bench._servers import peak_rss_mb, pg_database, statehub_server
+from bench._servers import free_port, peak_rss_mb, pg_database, statehub_server
 
 SENDERS = ("alice", "bob", "carol", "dave", "ops")
 READER = "state-hub"
@@ -246,20 +250,94 @@ def snapshot_rows(kind: str, messages: int, repeats: int, workdir: Path) -> list
     ]
 
 
+def _req_per_s(client: Any, urls: Sequence[str]) -> float:
+    started = time.perf_counter()
+    for url in urls:
+        client.get(url).raise_for_status()
+    return len(urls) / (time.perf_counter() - started)
+
+
+def search_rows(board: int, repeats: int, requests: int = 150) -> list[dict[str, Any]]:
+    import httpx
+
+    from bench.bucketsync_reads import CENTRAL, ORG, SLUG, WORDS, build_board
+
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory(prefix="ceilings-search-") as tmp:
+        build_board(Path(tmp), board, 300, rng)
+        port = free_port()
+        env = {
+            **os.environ,
+            "ORG": ORG,
+            "COLLAB_SLUG": SLUG,
+            "AUDIT_BUCKET": f"{ORG}-admin/{SLUG}-audit",
+            "BUCKETSYNC_DATA_DIR": tmp,
+            "LISTING_TTL_S": "600",
+        }
+        assert CENTRAL
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agenthub.cli", "bucketsync", "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ours: list[float] = []
+        plain: list[float] = []
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+                for _ in range(300):
+                    try:
+                        client.get("/v1/healthz")
+                        break
+                    except httpx.TransportError:
+                        time.sleep(0.1)
+                client.get("/v1/messages?q=warm&limit=50").raise_for_status()  # parse the board
+                for _ in range(repeats):
+                    queries = [
+                        "/v1/messages?q=" + "%20".join(rng.choice(WORDS) for _ in range(3))
+                        + "&limit=50"
+                        for _ in range(requests)
+                    ]  # fmt: skip
+                    ours.append(_req_per_s(client, queries))
+                    plain.append(_req_per_s(client, ["/v1/messages?limit=50"] * requests))
+        finally:
+            server.terminate()
+            server.wait(30)
+    ratio = _median([o / p for o, p in zip(ours, plain, strict=True)])
+    return [
+        {
+            "measure": f"bucket-sync ?q= (a new query each request), {board}-message board",
+            "ours": f"{_median(ours):.0f} req/s",
+            "ceiling": f"the same listing without q=: {_median(plain):.0f} req/s",
+            "ratio": f"{100 * ratio:.0f}%",
+            "target": ">= 200 req/s",
+        }
+    ]
+
+
 def rows(
-    *, messages: int = 200_000, repeats: int = 3, databases: Sequence[str] = ("sqlite", "pg")
+    *,
+    messages: int = 200_000,
+    repeats: int = 3,
+    databases: Sequence[str] = ("sqlite", "pg"),
+    board: int = 20_000,
 ) -> list[dict[str, Any]]:
     """Every hub-core row of the table: dicts with measure, database, ours, ceiling, ratio,
-    target (all text)."""
+    target (all text); `board=0` leaves out the bucket-sync search row."""
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-") as tmp:
         for kind in databases:
+            if kind == "none":
+                continue
             out.extend(snapshot_rows(kind, messages, repeats, Path(tmp)))
+    if board:
+        out.extend(search_rows(board, repeats))
     return out
 
 
 def print_rows(table: Sequence[dict[str, Any]]) -> None:
     fields = ("measure", "database", "ours", "ceiling", "ratio", "target")
+    table = [{"database": "", **row} for row in table]
     print("| " + " | ".join(fields) + " |")
     print("|" + "---|" * len(fields))
     for row in table:
@@ -270,7 +348,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--db", action="append", choices=("sqlite", "pg"))
+    parser.add_argument("--db", action="append", choices=("sqlite", "pg", "none"))
+    parser.add_argument("--board", type=int, default=20_000, help="0: no search row")
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -279,7 +358,12 @@ def main() -> None:
         _phase_bulk(*rest)
         return
     print_rows(
-        rows(messages=args.messages, repeats=args.repeats, databases=args.db or ("sqlite", "pg"))
+        rows(
+            messages=args.messages,
+            repeats=args.repeats,
+            databases=args.db if args.db is not None else ("sqlite", "pg"),
+            board=args.board,
+        )
     )
 
 
