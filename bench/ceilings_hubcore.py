@@ -133,18 +133,35 @@ def seed_statehub(url: str, n: int) -> None:
 
 
 def _run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run a child process; its wall seconds, its own peak RSS (MB) and its stdout."""
-    with tempfile.TemporaryFile() as out:
+    """Run `python -m <module> …` (or this file's phase) in a child; its wall seconds, its
+    own peak RSS (MB, VmHWM read by the child at exit: `ru_maxrss` of a child inherits
+    the forking parent's size) and its output."""
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as rss_file:
+        wrapped = [sys.executable, __file__, "--phase", "measured", rss_file.name, *args[1:]]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=out)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run(wrapped, env={**os.environ, **env}, stdout=out, stderr=out)
         seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
+        rss = float(rss_file.read() or "nan")
     if proc.returncode != 0:
-        raise RuntimeError(f"{args[2:5]} failed ({proc.returncode}):\n{text[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024, text
+        raise RuntimeError(f"{args[1:5]} failed ({proc.returncode}):\n{text[-3000:]}")
+    return seconds, rss, text
+
+
+def _phase_measured(rss_path: str, *argv: str) -> None:
+    """Run `-m module args…` or `this-file args…` in this process; write its VmHWM."""
+    import runpy
+
+    try:
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(argv)
+            main()
+    finally:
+        Path(rss_path).write_text(str(peak_rss_mb(os.getpid())))
 
 
 @contextmanager
@@ -350,12 +367,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--db", action="append", choices=("sqlite", "pg", "none"))
     parser.add_argument("--board", type=int, default=20_000, help="0: no search row")
-    parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--phase", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         name, *rest = args.phase
-        assert name == "bulk"
-        _phase_bulk(*rest)
+        if name == "measured":
+            _phase_measured(*rest)
+        else:
+            assert name == "bulk"
+            _phase_bulk(*rest)
         return
     print_rows(
         rows(
