@@ -78,7 +78,8 @@ def test_the_index_narrows_to_words_holding_the_longest_run() -> None:
     index.add("b", "worldly")
     index.add("c", "nothing")
     assert index.candidates("orld") == {"a", "b"}
-    assert index.candidates("de wor") == {"a"}  # "wide world": a word for each run
+    assert index.candidates("de wor") == {"a"}  # "wide world": neighbours ending/starting so
+    assert index.candidates("hello world") == set()  # both words, but not neighbours
     assert index.candidates("--") is None  # no word characters: cannot narrow
     index.remove("b")
     assert index.candidates("orld") == {"a"}

@@ -1,9 +1,11 @@
 """The `q=` index: the words of every parsed document, kept beside the content cache.
 
-`q=` is a case-insensitive substring match on a record's `search_text`. Any run of word
-characters in the lowered query lies inside one word of every text containing it, so the
-documents holding, for each such run, some word that contains it are a superset of the
-matches: the listing loads and checks only those, instead of every record. The index is
+`q=` is a case-insensitive substring match on a record's `search_text`. A lone run of
+word characters in the lowered query lies inside one word of every text containing it;
+two neighbouring runs lie at the end of one word and the start of the next. So the
+documents holding a word containing the run (a one-run query), or for every pair of
+neighbouring runs a pair of neighbouring words ending and starting with them, are a
+superset of the matches: the listing loads and checks only those, not every record. The index is
 keyed by content hash (documents are content-addressed) and follows the content cache:
 a document is indexed when it is parsed and dropped when it is evicted; a document that
 is not indexed is always a candidate, so the index never hides a match.
@@ -12,14 +14,18 @@ is not indexed is always a candidate, so the index never hides a match.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import threading
 
 WORD = re.compile(r"\w+")
 
 
-def words(text: str) -> frozenset[str]:
-    return frozenset(WORD.findall(text))
+def terms(text: str) -> frozenset[str]:
+    """What a text is indexed under: its words, and each pair of neighbouring words
+    joined by a tab (no word holds one)."""
+    runs = WORD.findall(text)
+    return frozenset((*runs, *(f"{a}\t{b}" for a, b in itertools.pairwise(runs))))
 
 
 class SearchIndex:
@@ -27,7 +33,7 @@ class SearchIndex:
         self._words_of: dict[str, frozenset[str]] = {}
         self._postings: dict[str, set[str]] = {}
         self._lock = threading.Lock()
-        # Every word, newline-joined, so a substring lookup is one C-level scan.
+        # Every term, newline-joined, so a substring lookup is one C-level scan.
         self._vocabulary: list[str] = []
         self._starts: list[int] = []
         self._joined = ""
@@ -42,7 +48,7 @@ class SearchIndex:
     def add(self, content_hash: str, text: str) -> None:
         if content_hash in self._words_of:
             return
-        found = words(text)
+        found = terms(text)
         with self._lock:
             if content_hash in self._words_of:
                 return
@@ -68,17 +74,20 @@ class SearchIndex:
         """Content hashes of indexed documents that may contain the lowered `query`
         (each of its runs of word characters inside some word of theirs); None when the
         query has no word characters to narrow by."""
-        runs = sorted(set(WORD.findall(query)), key=len, reverse=True)
+        runs = WORD.findall(query)
         if not runs:
             return None
+        # Neighbouring runs of the query are neighbouring words of a match, the first
+        # ending with the one and the next starting with the other: "x\ty" holds "a\tb".
+        needles = [f"{a}\t{b}" for a, b in itertools.pairwise(runs)] or runs
         with self._lock:
             if self._stale:
                 self._rebuild()
-            found = self._holding(runs[0])
-            for run in runs[1:]:
+            found = self._holding(needles[0])
+            for needle in needles[1:]:
                 if not found:
                     break
-                found &= self._holding(run)
+                found &= self._holding(needle)
             return found
 
     def _rebuild(self) -> None:
@@ -92,7 +101,7 @@ class SearchIndex:
         self._stale = False
 
     def _holding(self, run: str) -> set[str]:
-        """Documents with a word containing `run` (one C-level scan of the vocabulary)."""
+        """Documents with a term containing `run` (one C-level scan of the vocabulary)."""
         joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
         found: set[str] = set()
         at = joined.find(run)
