@@ -74,6 +74,10 @@ class _Folder:
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
     )
+    # For `q=`: paths by content hash and the paths not indexed yet, per (version,
+    # index removals); keys by path for the last listing narrowed.
+    by_hash: tuple[tuple[int, int], dict[str, list[str]], list[str]] | None = None
+    keys_by_path: tuple[Mapping[str, str], dict[str, str]] | None = None
 
 
 class ContentCache:
@@ -296,15 +300,32 @@ class FilterMemo:
 
     def narrow(self, query: str, keys: Sequence[str], paths: Mapping[str, str]) -> list[str]:
         """The keys whose record may contain the lowered `query` (a superset of the
-        matches): indexed records the index names, and every record not indexed yet."""
-        index = self.model.content.index
+        matches, in `keys` order): indexed records the index names, and every record not
+        indexed yet. Costs the candidates, not the folder, once the folder is indexed."""
+        model, state = self.model, self.model._folder(self.folder)
+        index = model.content.index
         hashes = index.candidates(query)
         if hashes is None:
             return list(keys)
-        entries = self.model.entries(self.folder)
-        out: list[str] = []
-        for key in keys:
-            entry = entries.get(paths[key])
-            if entry is None or entry.content_hash in hashes or entry.content_hash not in index:
-                out.append(key)
-        return out
+        entries = model.entries(self.folder)
+        stamp = (state.version, index.removals)
+        cached = state.by_hash
+        if cached is None or cached[0] != stamp:
+            by_hash: dict[str, list[str]] = {}
+            for path, entry in entries.items():
+                by_hash.setdefault(entry.content_hash, []).append(path)
+            unindexed = [p for h, ps in by_hash.items() if h not in index for p in ps]
+            cached = state.by_hash = (stamp, by_hash, unindexed)
+        _, by_hash, unindexed = cached
+        if unindexed:  # loaded since: indexed now (a shrinking list, empty once all are)
+            unindexed = [p for p in unindexed if entries[p].content_hash not in index]
+            state.by_hash = (stamp, by_hash, unindexed)
+        reverse = state.keys_by_path
+        if reverse is None or reverse[0] is not paths:
+            reverse = state.keys_by_path = (paths, {path: key for key, path in paths.items()})
+        key_of = reverse[1]
+        chosen = {key_of[p] for p in unindexed if p in key_of}
+        chosen.update(key_of[p] for h in hashes for p in by_hash.get(h, ()) if p in key_of)
+        if len(keys) != len(paths):  # other filters came first
+            chosen.intersection_update(keys)
+        return sorted(chosen)  # listing keys are sorted

@@ -38,6 +38,7 @@ class SearchIndex:
         self._starts: list[int] = []
         self._joined = ""
         self._stale = True
+        self.removals = 0  # bumped when a document leaves: callers' "all indexed" goes stale
 
     def __contains__(self, content_hash: object) -> bool:
         return content_hash in self._words_of
@@ -63,6 +64,7 @@ class SearchIndex:
 
     def remove(self, content_hash: str) -> None:
         with self._lock:
+            self.removals += 1
             for word in self._words_of.pop(content_hash, ()):
                 holders = self._postings[word]
                 holders.discard(content_hash)
