@@ -22,6 +22,8 @@ app = typer.Typer(
     cls=Commands,
     help="agenthub: messaging and collaboration backbone for fleets of AI agents.",
     no_args_is_help=True,
+    # Help texts are plain: bucket paths such as `[/PREFIX]` are not rich markup.
+    rich_markup_mode=None,
 )
 app.add_typer(statehub_app, name="statehub")
 app.add_typer(hubcore_app, name="hubcore")

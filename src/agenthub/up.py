@@ -128,7 +128,10 @@ def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> t
     env_file = var / "challenge.env"
     # `up` owns var/: its generated files follow the current URL (a port of 0 changes it).
     report = bootstrap.apply(
-        bootstrap.plan(challenge, service_url=public_url), store, env_file=env_file, force=True
+        bootstrap.plan(challenge, service_url=public_url, target="local"),
+        store,
+        env_file=env_file,
+        force=True,
     )
     tokens = bucketsync_tokens(var, identity)
     app = create_bucketsync(settings, store=store, identity=identity)

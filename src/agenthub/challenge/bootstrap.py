@@ -55,13 +55,16 @@ def published_clients() -> list[str]:
     )
 
 
-def plan(challenge: Challenge, *, service_url: str) -> Plan:
+def plan(challenge: Challenge, *, service_url: str, target: str = "local") -> Plan:
+    """What `challenge` needs on `target` (`local` or `hf`: the README names its CLI)."""
     clients = published_clients()
     files = [
         PlannedFile(
             challenge.central,
             "README.md",
-            agent_readme(challenge, service_url=service_url, clients=clients).encode(),
+            agent_readme(
+                challenge, service_url=service_url, clients=clients, target=target
+            ).encode(),
         ),
         *(
             PlannedFile(challenge.central, f"clients/{name}", (CLIENTS_DIR / name).read_bytes())

@@ -54,7 +54,7 @@ def init(
     else:
         raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(
-        bootstrap.plan(challenge, service_url=service_url),
+        bootstrap.plan(challenge, service_url=service_url, target=target),
         store,
         env_file=env_out,
         dry_run=dry_run,
