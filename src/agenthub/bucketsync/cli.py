@@ -87,13 +87,19 @@ def users_add(
     name: str = typer.Argument(..., help="User name (like an HF username)."),
     role: str = typer.Option(..., "--role", help="admin | contributor (| write | read)."),
     email: str | None = typer.Option(None, "--email", help="Optional email."),
+    rotate: bool = typer.Option(
+        False, "--rotate", help="Re-key an existing user: its old token stops working."
+    ),
 ) -> None:
-    """Create a user in the org and print the new token alone on stdout."""
+    """Create a user in the org and print the new token alone on stdout (an existing
+    name is refused unless --rotate)."""
     from agenthub.bucketsync.identity.local import add_user
     from agenthub.bucketsync.settings import OfflineSettings
 
     data_dir = OfflineSettings().data_dir
-    token = add_user(data_dir / "users.json", name, role=role, email=email)
+    token = add_user(data_dir / "users.json", name, role=role, email=email, rotate=rotate)
+    if rotate:
+        typer.echo(f"{name}: new token issued; the old token is revoked", err=True)
     sys.stdout.write(token + "\n")
 
 
