@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -36,12 +37,14 @@ from agenthub.bucketsync.identity.base import UserAdmin
 from agenthub.bucketsync.settings import load_settings
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import load
+from agenthub.clierrors import CliError
 from agenthub.hubcore.app import create_app as create_hubcore
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
 
 TOKEN_FILE = "operator-token"
+LOCK_FILE = ".up.lock"
 BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"
 BUCKETSYNC_USERS = {"organizer": "admin", "alice": "contributor"}
 EXAMPLE_CHALLENGE = (
@@ -71,6 +74,22 @@ class Stack:
     agent: str
     var: Path
     bucketsync: BucketSync | None = None
+
+
+@contextlib.contextmanager
+def holding(var: Path) -> Iterator[None]:
+    """Hold `var/.up.lock` for as long as the stack runs: a second `up` on the same
+    directory fails here, before it writes anything."""
+    var.mkdir(parents=True, exist_ok=True)
+    with (var / LOCK_FILE).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"another `agenthub up` is running on {var}",
+                hint="stop it (Ctrl-C), or give this one its own --var directory and ports",
+            ) from None
+        yield
 
 
 def operator_token(var: Path) -> str:
@@ -200,6 +219,30 @@ async def serve_stack(
     challenge: Path = EXAMPLE_CHALLENGE,
 ) -> None:
     var = var.resolve()
+    with holding(var):
+        await _serve_stack(
+            var,
+            host=host,
+            statehub_port=statehub_port,
+            hubcore_port=hubcore_port,
+            agent=agent,
+            on_ready=on_ready,
+            bucketsync_port=bucketsync_port,
+            challenge=challenge,
+        )
+
+
+async def _serve_stack(
+    var: Path,
+    *,
+    host: str,
+    statehub_port: int,
+    hubcore_port: int,
+    agent: str,
+    on_ready: Callable[[Stack], None],
+    bucketsync_port: int | None,
+    challenge: Path,
+) -> None:
     token = operator_token(var)
     statehub_app = create_statehub(
         StateHubSettings(database_url=f"sqlite:///{var / 'statehub.db'}")

@@ -9,6 +9,7 @@ import typer
 
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
+from agenthub.ports import BUCKETSYNC_PORT, require_free
 
 app = typer.Typer(
     cls=Commands,
@@ -28,7 +29,7 @@ SHUTDOWN_GRACE_S = 5
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8200, help="TCP port."),
+    port: int = typer.Option(BUCKETSYNC_PORT, help="TCP port."),
     workers: int = typer.Option(
         1, help="Worker processes; more than one needs BUCKETSYNC_BUS_URL (Redis)."
     ),
@@ -40,6 +41,7 @@ def serve(
 
     settings = load_settings()
     check_workers(settings, workers)
+    require_free(host, port)
     application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
     typer.echo(

@@ -184,4 +184,5 @@ def test_agenthub_dashboard_serve_refuses_a_bad_upstream_with_a_hint() -> None:
 
     result = CliRunner().invoke(app, ["dashboard", "serve", "ftp://example.org"])
     assert result.exit_code == 2
-    assert "not an http(s) URL, e.g. http://host:8200" in result.output
+    assert "not an http(s) URL, e.g. http://host:8300" in result.output
+    assert "hint: " in result.output and "Traceback" not in result.output

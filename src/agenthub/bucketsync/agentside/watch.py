@@ -8,7 +8,7 @@ semantics (seed §13) and state layout, so the two can take turns on one state d
 - 5xx and connection errors back off 2 → 60 s; ten in a row raise `Offline`;
   a 4xx raises `WatchError` with the server's error body.
 
-    client = WatchClient("http://127.0.0.1:8200", "agent-1")
+    client = WatchClient("http://127.0.0.1:8300", "agent-1")
     page = client.next_page(max_wait=300)   # None when nothing came in time
     if page: handle(page); client.ack(page)
 """

@@ -66,7 +66,7 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     """The dashboard alone, proxying to the bucket-sync at `upstream` (token sign-in)."""
     base = upstream.rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise SettingsError(f"upstream {upstream!r} is not an http(s) URL, e.g. http://host:8200")
+        raise SettingsError(f"upstream {upstream!r} is not an http(s) URL, e.g. http://host:8300")
 
     def client(peer: Peer) -> httpx.AsyncClient:
         # Another server: it sees this proxy's address (it trusts no forwarded header).
