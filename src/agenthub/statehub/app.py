@@ -15,7 +15,7 @@ from agenthub.statehub import migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
-from agenthub.statehub.instance import stored_instance_label
+from agenthub.statehub.instance import instance_label_in_force
 from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
@@ -54,7 +54,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 migrate.upgrade(engine)
             db = Database(engine)
             app.state.db = db
-            app.state.instance_label = settings.instance_label or stored_instance_label(db)
+            app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)
             app.state.feed = FeedService(db, clock, app.state.instance_label)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
