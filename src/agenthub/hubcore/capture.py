@@ -124,7 +124,7 @@ def _stored_instance(conn: Connection, tables: set[str]) -> str | None:
         return None
     # The label in force at State Hub's last start (STATEHUB_INSTANCE_LABEL included) wins
     # over the generated one; databases from before it was recorded have only the latter.
-    rows = dict(
+    rows: dict[str, str] = dict(
         conn.execute(
             text(
                 "SELECT key, value FROM statehub_meta "
