@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.core.audit import AuditLog
@@ -246,7 +247,8 @@ def create_app(
             if bus is not None:
                 await bus.stop()
 
-    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan)
+    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
+    serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
     errors.install(app)

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
 from agenthub.statehub import migrate, source
@@ -77,7 +78,8 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 app.state.paged_snapshots.close_all()
             engine.dispose()
 
-    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)
+    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan, docs_url=None)
+    serve_docs(app)
     errors.install(app)
     app.include_router(health.router)
     # The feed's fixed paths must match before `/messages/{id}`.

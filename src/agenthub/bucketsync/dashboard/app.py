@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors
 from agenthub.bucketsync.dashboard.oauth import (
     HfOAuthProvider,
@@ -72,7 +73,8 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
         # Another server: it sees this proxy's address (it trusts no forwarded header).
         return httpx.AsyncClient(base_url=base, timeout=PROXY_TIMEOUT_S)
 
-    app = FastAPI(title="agenthub dashboard", version="1")
+    app = FastAPI(title="agenthub dashboard", version="1", docs_url=None)
+    serve_docs(app)
     errors.install(app)
     app.include_router(build_router(Proxy(client), None, poll_s=poll_s))
     return app
