@@ -18,9 +18,31 @@ FENCE = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.M | re.S)
 CODE = str(Path(agenthub.__file__).resolve().parents[1])
 
 
+# Variables the shell sets itself; restoring them would confuse the next block.
+SHELL_OWN = "^(PPID|IFS|OPTIND|PS1|PS2|PS4|PWD|OLDPWD|LINENO|HOME|PATH|_)="
+
+
 def shell_blocks(markdown: str) -> list[str]:
     """The fenced sh/bash/shell blocks of a markdown document, in order."""
     return [match.group(1) for match in FENCE.finditer(markdown)]
+
+
+def section(markdown: str, heading: str) -> str:
+    """The text under `heading` (a whole `#…` line) up to the next heading of its level
+    or above (a `#` comment inside a fenced block is not a heading)."""
+    lines = markdown.splitlines()
+    start = lines.index(heading)
+    level = len(heading) - len(heading.lstrip("#"))
+    fenced = False
+    end = len(lines)
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("```"):
+            fenced = not fenced
+        depth = len(lines[i]) - len(lines[i].lstrip("#"))
+        if not fenced and 0 < depth <= level and lines[i][depth : depth + 1] == " ":
+            end = i
+            break
+    return "\n".join(lines[start:end]) + "\n"
 
 
 @dataclass
@@ -40,8 +62,20 @@ class Reader:
 
     def run(self, block: str, *, timeout: float = 60) -> str:
         """Run one block; raise with its output when any command in it fails."""
+        # Shell variables (ALICE=$(…)) and exports both outlive a block, as in a terminal.
+        kept = self.workdir / ".variables.sh"
         exported = self.workdir / ".exported.sh"
-        script = f"[ -f {exported} ] && . {exported}\nset -e\n{block}\nexport -p > {exported}\n"
+        script = "\n".join(
+            [
+                f"[ -f {kept} ] && . {kept}",
+                f"[ -f {exported} ] && . {exported}",
+                "set -e",
+                block,
+                f"set | grep -E '^[A-Za-z_][A-Za-z0-9_]*=' | grep -vE '{SHELL_OWN}' > {kept}",
+                f"export -p > {exported}",
+                "",
+            ]
+        )
         done = subprocess.run(
             ["sh", "-c", script],
             cwd=self.workdir,
