@@ -28,6 +28,7 @@ from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
+from agenthub.bucketsync.dashboard.routes import Branding
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
@@ -259,7 +260,12 @@ def create_app(
     if settings.storage == "local":
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
-    dashboard.install(app, oauth=oauth, poll_s=settings.dashboard_poll_s)
+    dashboard.install(
+        app,
+        oauth=oauth,
+        poll_s=settings.dashboard_poll_s,
+        branding=Branding(settings.challenge_title, settings.challenge_tagline),
+    )
     return app
 
 

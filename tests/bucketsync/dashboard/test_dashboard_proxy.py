@@ -41,7 +41,13 @@ def test_the_page_and_its_assets_are_served_without_a_build_step(world: World) -
 
 def test_bs_13_40_the_page_polls_every_30_s(world: World) -> None:
     config = world.client.get("/dashboard/config.json").json()
-    assert config == {"poll_s": 30.0, "oauth_login": None, "oauth_user": None}
+    assert config == {
+        "poll_s": 30.0,
+        "oauth_login": None,
+        "oauth_user": None,
+        "title": None,
+        "tagline": None,
+    }
 
 
 def test_bs_13_40_the_proxy_forces_wait_0_and_leaves_no_presence(live: LiveWorld) -> None:

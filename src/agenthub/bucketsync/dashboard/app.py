@@ -15,7 +15,7 @@ from agenthub.bucketsync.dashboard.oauth import (
     redirect_uri,
 )
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy
-from agenthub.bucketsync.dashboard.routes import POLL_S, build_router
+from agenthub.bucketsync.dashboard.routes import POLL_S, Branding, build_router, favicon_router
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.clock import Clock
@@ -49,7 +49,13 @@ def oauth_from_settings(
     return OAuthFlow(provider, identity, clock, callback_url=callback)
 
 
-def install(app: FastAPI, *, oauth: OAuthFlow | None = None, poll_s: float = POLL_S) -> None:
+def install(
+    app: FastAPI,
+    *,
+    oauth: OAuthFlow | None = None,
+    poll_s: float = POLL_S,
+    branding: Branding | None = None,
+) -> None:
     """Serve `/dashboard` from the bucket-sync app itself; the proxy calls the app
     in-process, so the page is same-origin and no socket is involved."""
 
@@ -60,7 +66,8 @@ def install(app: FastAPI, *, oauth: OAuthFlow | None = None, poll_s: float = POL
             timeout=PROXY_TIMEOUT_S,
         )
 
-    app.include_router(build_router(Proxy(client), oauth, poll_s=poll_s))
+    app.include_router(build_router(Proxy(client), oauth, poll_s=poll_s, branding=branding))
+    app.include_router(favicon_router())
 
 
 def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
@@ -77,4 +84,5 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     serve_docs(app)
     errors.install(app)
     app.include_router(build_router(Proxy(client), None, poll_s=poll_s))
+    app.include_router(favicon_router())
     return app
