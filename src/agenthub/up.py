@@ -219,95 +219,75 @@ async def serve_stack(
     challenge: Path = EXAMPLE_CHALLENGE,
 ) -> None:
     var = var.resolve()
+    # Held until the stack stops: a second `up` on this directory fails before writing.
     with holding(var):
-        await _serve_stack(
-            var,
-            host=host,
-            statehub_port=statehub_port,
-            hubcore_port=hubcore_port,
-            agent=agent,
-            on_ready=on_ready,
-            bucketsync_port=bucketsync_port,
-            challenge=challenge,
+        token = operator_token(var)
+        statehub_app = create_statehub(
+            StateHubSettings(database_url=f"sqlite:///{var / 'statehub.db'}")
         )
-
-
-async def _serve_stack(
-    var: Path,
-    *,
-    host: str,
-    statehub_port: int,
-    hubcore_port: int,
-    agent: str,
-    on_ready: Callable[[Stack], None],
-    bucketsync_port: int | None,
-    challenge: Path,
-) -> None:
-    token = operator_token(var)
-    statehub_app = create_statehub(
-        StateHubSettings(database_url=f"sqlite:///{var / 'statehub.db'}")
-    )
-    # State Hub does not end parked long-polls when it stops; the follower's
-    # last one outlives hub-core's close by up to its wait, so cut it after 1 s.
-    statehub, statehub_task, statehub_bound = await _start(
-        statehub_app, host, statehub_port, grace_s=1
-    )
-    statehub_url = f"http://{host}:{statehub_bound}"
-    hubcore_app = create_hubcore(
-        HubCoreSettings(
-            database_url=f"sqlite:///{var / 'hubcore.db'}",
-            inbox_reads=True,
-            operator_token=token,
-            inbox_agent=agent,
-            statehub_url=statehub_url,
+        # State Hub does not end parked long-polls when it stops; the follower's
+        # last one outlives hub-core's close by up to its wait, so cut it after 1 s.
+        statehub, statehub_task, statehub_bound = await _start(
+            statehub_app, host, statehub_port, grace_s=1
         )
-    )
-    try:
-        hubcore, hubcore_task, hubcore_bound = await _start(hubcore_app, host, hubcore_port)
-    except BaseException:
-        statehub.should_exit = True
-        await statehub_task
-        raise
-    bucketsync_info: BucketSync | None = None
-    extra: list[tuple[_Server, asyncio.Task[None]]] = []
-    if bucketsync_port is not None:
-        try:
-            # The README names bucket-sync's URL, so the port is fixed before the bootstrap.
-            port = bucketsync_port or _free_port(host)
-            bucketsync_app, bucketsync_info = prepare_bucketsync(
-                var, challenge, public_url=f"http://{host}:{port}"
+        statehub_url = f"http://{host}:{statehub_bound}"
+        hubcore_app = create_hubcore(
+            HubCoreSettings(
+                database_url=f"sqlite:///{var / 'hubcore.db'}",
+                inbox_reads=True,
+                operator_token=token,
+                inbox_agent=agent,
+                statehub_url=statehub_url,
             )
-            bucketsync, bucketsync_task, _bound = await _start(bucketsync_app, host, port)
-            extra.append((bucketsync, bucketsync_task))
+        )
+        try:
+            hubcore, hubcore_task, hubcore_bound = await _start(hubcore_app, host, hubcore_port)
         except BaseException:
-            hubcore.should_exit = True
             statehub.should_exit = True
-            await hubcore_task
             await statehub_task
             raise
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    on_ready(
-        Stack(statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var, bucketsync_info)
-    )
-    try:
-        done = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait(
-            [done, statehub_task, hubcore_task, *(task for _s, task in extra)],
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        done.cancel()
-    finally:
-        for server, task in extra:
-            server.should_exit = True
-            await task
-        hubcore.should_exit = True
-        await hubcore_task
-        # The cancelled long-poll is expected here; uvicorn would log it as an error.
-        logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
-        statehub.should_exit = True
-        await statehub_task
+        bucketsync_info: BucketSync | None = None
+        extra: list[tuple[_Server, asyncio.Task[None]]] = []
+        if bucketsync_port is not None:
+            try:
+                # The README names bucket-sync's URL, so the port is fixed before the bootstrap.
+                port = bucketsync_port or _free_port(host)
+                bucketsync_app, bucketsync_info = prepare_bucketsync(
+                    var, challenge, public_url=f"http://{host}:{port}"
+                )
+                bucketsync, bucketsync_task, _bound = await _start(bucketsync_app, host, port)
+                extra.append((bucketsync, bucketsync_task))
+            except BaseException:
+                hubcore.should_exit = True
+                statehub.should_exit = True
+                await hubcore_task
+                await statehub_task
+                raise
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+            loop.add_signal_handler(sig, stopping.set)
+        on_ready(
+            Stack(
+                statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var, bucketsync_info
+            )
+        )
+        try:
+            done = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait(
+                [done, statehub_task, hubcore_task, *(task for _s, task in extra)],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            done.cancel()
+        finally:
+            for server, task in extra:
+                server.should_exit = True
+                await task
+            hubcore.should_exit = True
+            await hubcore_task
+            # The cancelled long-poll is expected here; uvicorn would log it as an error.
+            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+            statehub.should_exit = True
+            await statehub_task
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
