@@ -8,6 +8,7 @@ every item as created / unchanged / kept / updated. A second run changes nothing
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -98,7 +99,9 @@ def apply(
     force: bool = False,
 ) -> Report:
     report = Report()
-    env_text = "".join(f"{k}={v}\n" for k, v in the_plan.env.items())
+    # Quoted where needed: the file is sourced by sh (`set -a; . challenge.env`), and a
+    # title such as "Prime hunt (example)" would not parse bare.
+    env_text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in the_plan.env.items())
     _write_env(env_file, env_text, report, dry_run=dry_run, force=force)
     for bucket, private in the_plan.buckets:
         if store.info(bucket) is not None:
