@@ -9,7 +9,9 @@ from the response's cursor, like collab_watch.sh), then measures the wake latenc
 - broadcast wake: one organizer broadcast wakes all 256 (spreading off and on);
 - the same with 2 workers on Redis (waiters split across them, posts to the first);
 
-and the server RSS per parked waiter (VmRSS delta / waiters).
+and the server RSS per parked waiter (VmRSS delta / waiters). Waiters and posts use the
+lean client in `bench/_lean.py` (one raw keep-alive connection per waiter): through httpx
+a trivial app scored the same as bucket-sync, so the client hid any server regression.
 
     PYTHONPATH=src python3 bench/bucketsync_longpoll.py [--waiters 256] [--rounds 60] [--skip-redis]
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -30,13 +33,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.identity.local import add_user
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
+from bench._lean import LeanConnection
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
@@ -117,10 +124,11 @@ def rss_kb(pid: int) -> int:
 
 
 class Waiters:
-    """One long-poll loop per handle; records when each page arrives."""
+    """One long-poll loop per handle, each on its own lean keep-alive connection
+    (`bench._lean`: one raw connection per waiter, so the figures are the
+    server's, not an HTTP client's); records when each page arrives."""
 
-    def __init__(self, client: httpx.AsyncClient, bases: list[str], handles: list[str]):
-        self.client = client
+    def __init__(self, bases: list[str], handles: list[str]):
         self.bases = bases
         self.handles = handles
         self.arrivals: dict[str, list[tuple[float, list[str]]]] = {h: [] for h in handles}
@@ -134,24 +142,27 @@ class Waiters:
             self.tasks.append(asyncio.create_task(self._loop(base, handle)))
 
     async def _loop(self, base: str, handle: str) -> None:
-        url = f"{base}/v1/inbox/{handle}"
-        page = (await self.client.get(url, params={"limit": "1"})).json()
-        cursor = page["cursor"]
-        while True:
-            params = {"wait": "55", "order": "asc"}
-            if cursor:
-                params["after"] = cursor
-            try:
-                response = await self.client.get(url, params=params)
-            except httpx.TransportError:
-                # A pooled keep-alive connection the server closed; a real client retries.
-                self.retries += 1
-                continue
-            page = response.json()
-            if page["items"]:
-                self.arrivals[handle].append((time.perf_counter(), list(page["items"])))
-                self.events[handle].set()
-                cursor = page["cursor"]
+        conn = await LeanConnection(base).open()
+        try:
+            path = f"/v1/inbox/{handle}"
+            _status, body = await conn.request("GET", f"{path}?limit=1")
+            cursor = json.loads(body)["cursor"]
+            while True:
+                params = {"wait": "55", "order": "asc"}
+                if cursor:
+                    params["after"] = cursor
+                try:
+                    _status, body = await conn.request("GET", f"{path}?{urlencode(params)}")
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    self.retries += 1
+                    continue
+                page = json.loads(body)
+                if page["items"]:
+                    self.arrivals[handle].append((time.perf_counter(), list(page["items"])))
+                    self.events[handle].set()
+                    cursor = page["cursor"]
+        finally:
+            await conn.close()
 
     async def stop(self) -> None:
         for task in self.tasks:
@@ -159,17 +170,84 @@ class Waiters:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def parked(client: httpx.AsyncClient, bases: list[str], count: int) -> None:
+async def parked(bases: list[str], count: int) -> None:
     deadline = time.monotonic() + 60
     while True:
         total = 0
         for base in bases:
-            total += (await client.get(f"{base}/v1/healthz")).json()["longpoll"]["parked"]
+            conn = await LeanConnection(base).open()
+            try:
+                _status, body = await conn.request("GET", "/v1/healthz")
+            finally:
+                await conn.close()
+            total += json.loads(body)["longpoll"]["parked"]
         if total >= count:
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"only {total}/{count} waiters parked")
         await asyncio.sleep(0.05)
+
+
+async def post(base: str, payload: dict[str, Any], token: str | None = None) -> float:
+    """POST /v1/messages on a fresh lean connection; returns the moment it returned."""
+    conn = await LeanConnection(base).open()
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        status, body = await conn.request(
+            "POST", "/v1/messages", json.dumps(payload).encode(), headers
+        )
+    finally:
+        await conn.close()
+    returned = time.perf_counter()
+    if status >= 400:
+        raise RuntimeError(f"POST /v1/messages: HTTP {status} {body[:200]!r}")
+    return returned
+
+
+async def broadcast_wake(waiters: int, broadcasts: int) -> tuple[list[float], list[float]]:
+    """One bucket-sync worker, `waiters` parked agents, `broadcasts` organizer
+    broadcasts: (wake latencies from the POST's send, POST latencies), in ms."""
+    env = {
+        "LONGPOLL_MAX_WAITERS_TOTAL": str(max(256, waiters + 16)),
+        "LONGPOLL_WAKE_SPREAD_THRESHOLD": "1000000",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        token = seed(data, waiters, 1)
+        with servers(data, 1, env) as started:
+            bases = [base for _process, base in started]
+            handles = [f"agent-{i:03d}" for i in range(waiters)]
+            pool = Waiters(bases, handles)
+            await pool.start()
+            try:
+                wake_ms, post_ms = await _broadcasts(pool, bases, token, broadcasts)
+            finally:
+                await pool.stop()
+    return wake_ms, post_ms
+
+
+async def _broadcasts(
+    pool: Waiters, bases: list[str], token: str, broadcasts: int
+) -> tuple[list[float], list[float]]:
+    wake_ms: list[float] = []
+    post_ms: list[float] = []
+    for _ in range(broadcasts):
+        await parked(bases, len(pool.handles))
+        for event in pool.events.values():
+            event.clear()
+        sent = time.perf_counter()
+        returned = await post(
+            bases[0], {"agent_id": "human-boss", "body": "all hands", "broadcast": True}, token
+        )
+        post_ms.append((returned - sent) * 1000)
+        await asyncio.wait_for(
+            asyncio.gather(*(e.wait() for e in pool.events.values())), timeout=60
+        )
+        # From the POST's send: bucket-sync may answer waiters before the POST's own response.
+        wake_ms.extend((pool.arrivals[h][-1][0] - sent) * 1000 for h in pool.handles)
+    return wake_ms, post_ms
 
 
 def summary(values_ms: list[float]) -> str:
@@ -199,56 +277,34 @@ async def scenario(
         with servers(data, workers, env) as started:
             bases = [base for _process, base in started]
             handles = [f"agent-{i:03d}" for i in range(waiters)]
-            limits = httpx.Limits(max_connections=waiters + 64, max_keepalive_connections=waiters)
-            async with httpx.AsyncClient(timeout=90, limits=limits) as client:
-                rss_before = [rss_kb(process.pid) for process, _ in started]
-                pool = Waiters(client, bases, handles)
-                await pool.start()
-                await parked(client, bases, waiters)
-                rss_after = [rss_kb(process.pid) for process, _ in started]
-                per_waiter = (sum(rss_after) - sum(rss_before)) / waiters
-                mention_ms: list[float] = []
-                mention_send_ms: list[float] = []
-                for round_no in range(rounds):
-                    handle = handles[(round_no * 37) % waiters]
-                    pool.events[handle].clear()
-                    sender = f"sender-{round_no // 4:03d}"
-                    sent_at = time.perf_counter()
-                    response = await client.post(
-                        f"{bases[0]}/v1/messages",
-                        json={"agent_id": sender, "body": f"ping @{handle} #{round_no}"},
-                    )
-                    returned = time.perf_counter()
-                    response.raise_for_status()
-                    await asyncio.wait_for(pool.events[handle].wait(), timeout=30)
-                    arrived = pool.arrivals[handle][-1][0]
-                    mention_ms.append((arrived - returned) * 1000)
-                    mention_send_ms.append((arrived - sent_at) * 1000)
-                    await parked(client, bases, waiters)
-                broadcast_ms: list[float] = []
-                for _ in range(broadcasts):
-                    for event in pool.events.values():
-                        event.clear()
-                    response = await client.post(
-                        f"{bases[0]}/v1/messages",
-                        json={"agent_id": "human-boss", "body": "all hands", "broadcast": True},
-                        headers={"Authorization": f"Bearer {token}"},
-                    )
-                    returned = time.perf_counter()
-                    response.raise_for_status()
-                    await asyncio.wait_for(
-                        asyncio.gather(*(e.wait() for e in pool.events.values())), timeout=60
-                    )
-                    broadcast_ms.extend(
-                        (pool.arrivals[h][-1][0] - returned) * 1000 for h in handles
-                    )
-                    await parked(client, bases, waiters)
-                await pool.stop()
-                retries = pool.retries
+            rss_before = [rss_kb(process.pid) for process, _ in started]
+            pool = Waiters(bases, handles)
+            await pool.start()
+            await parked(bases, waiters)
+            rss_after = [rss_kb(process.pid) for process, _ in started]
+            per_waiter = (sum(rss_after) - sum(rss_before)) / waiters
+            mention_ms: list[float] = []
+            mention_send_ms: list[float] = []
+            for round_no in range(rounds):
+                handle = handles[(round_no * 37) % waiters]
+                pool.events[handle].clear()
+                sender = f"sender-{round_no // 4:03d}"
+                sent_at = time.perf_counter()
+                returned = await post(
+                    bases[0], {"agent_id": sender, "body": f"ping @{handle} #{round_no}"}
+                )
+                await asyncio.wait_for(pool.events[handle].wait(), timeout=30)
+                arrived = pool.arrivals[handle][-1][0]
+                mention_ms.append((arrived - returned) * 1000)
+                mention_send_ms.append((arrived - sent_at) * 1000)
+                await parked(bases, waiters)
+            broadcast_ms, _post_ms = await _broadcasts(pool, bases, token, broadcasts)
+            await pool.stop()
+            retries = pool.retries
     print(f"\n== {label}: {workers} worker(s), {waiters} parked waiters")
     print(f"  mention wake (from POST return):   {summary(mention_ms)}")
     print(f"  mention wake (from POST send):     {summary(mention_send_ms)}")
-    print(f"  broadcast wake (from POST return): {summary(broadcast_ms)}")
+    print(f"  broadcast wake (from POST send):   {summary(broadcast_ms)}")
     print(f"  server RSS per parked waiter:      {per_waiter:.1f} KiB")
     print(f"  client reconnects (closed keep-alive connections): {retries}")
 

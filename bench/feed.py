@@ -22,6 +22,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import insert, text
@@ -42,7 +43,7 @@ VALUES (gen_random_uuid(), 'bench', 'inbox', 'subject', 'body of a benchmark mes
 ROWS_PER_TRANSACTION = 100
 
 
-def _pgbench_tps(url: str, clients: int, seconds: int) -> float:
+def pgbench_tps(url: str, clients: int, seconds: int) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(PGBENCH_SCRIPT)
     out = subprocess.run(
@@ -55,31 +56,41 @@ def _pgbench_tps(url: str, clients: int, seconds: int) -> float:
     return float(match.group(1))
 
 
+WRITE_VARIANTS = ("plain", "lock", "xid")
+
+
+def write_variant_databases(stack: contextlib.ExitStack[Any]) -> dict[str, str]:
+    """A throw-away database per write variant: `plain` (the revision triggers
+    dropped), `lock` and `xid`; closed with `stack`."""
+    urls = {v: stack.enter_context(pg_database()) for v in WRITE_VARIANTS}
+    for variant, url in urls.items():
+        engine = make_engine(url)
+        migrate.upgrade(engine)
+        if variant == "plain":
+            with engine.begin() as conn:
+                for statement in revisions.PG_DROP[:4]:  # the triggers only
+                    conn.execute(text(statement))
+        else:
+            source.prepare(Database(engine), variant)  # type: ignore[arg-type]
+        engine.dispose()
+    return urls
+
+
 def write_throughput(seconds: int, runs: int) -> None:
     """Each round measures every variant back to back (interleaved), so machine noise
     hits all three alike; the ratio is taken per round and the median reported."""
     print(
         f"\n## Write throughput (pgbench, {seconds}s per run, median of {runs} interleaved rounds)"
     )
-    variants = ("plain", "lock", "xid")
+    variants = WRITE_VARIANTS
     with contextlib.ExitStack() as stack:
-        urls = {v: stack.enter_context(pg_database()) for v in variants}
-        for variant, url in urls.items():
-            engine = make_engine(url)
-            migrate.upgrade(engine)
-            if variant == "plain":
-                with engine.begin() as conn:
-                    for statement in revisions.PG_DROP[:4]:  # the triggers only
-                        conn.execute(text(statement))
-            else:
-                source.prepare(Database(engine), variant)  # type: ignore[arg-type]
-            engine.dispose()
+        urls = write_variant_databases(stack)
         tps: dict[tuple[str, int], list[float]] = {}
         for _round in range(runs):
             for clients in (1, 8):
                 for variant in variants:
                     tps.setdefault((variant, clients), []).append(
-                        _pgbench_tps(urls[variant], clients, seconds)
+                        pgbench_tps(urls[variant], clients, seconds)
                     )
     print(
         f"{'variant':<10}{'1 writer tx/s':>16}{'8 writers tx/s':>16}{'8w vs plain (median of ratios)':>32}"
@@ -92,7 +103,7 @@ def write_throughput(seconds: int, runs: int) -> None:
         )
 
 
-def _load(url: str, changes: int) -> None:
+def load_changes(url: str, changes: int) -> None:
     """`changes` messages in transactions of 100 rows: one revision each."""
     engine = make_engine(url)
     migrate.upgrade(engine)
@@ -117,7 +128,7 @@ def catch_up_and_snapshot(changes: int, runs: int) -> None:
     )
     with tempfile.TemporaryDirectory() as tmp, pg_database() as pg_url:
         for name, url in (("sqlite", f"sqlite:///{tmp}/feed.db"), ("postgresql", pg_url)):
-            _load(url, changes)
+            load_changes(url, changes)
             rates: list[float] = []
             pages = 0
             with statehub_server(url) as (base, _pid), httpx.Client(timeout=120) as client:

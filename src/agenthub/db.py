@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -73,7 +73,12 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         if database and database != ":memory:" and not database.startswith("file:"):
             parent = os.path.dirname(os.path.abspath(database))
             os.makedirs(parent, exist_ok=True)
-        kwargs.setdefault("poolclass", NullPool)
+        in_memory = not database or database == ":memory:" or "mode=memory" in str(parsed)
+        if not in_memory:
+            # Connections are kept, not opened per request: opening one runs the
+            # PRAGMAs below, and closing the last connection of a WAL database
+            # checkpoints it; together about a third of a small request.
+            kwargs.setdefault("poolclass", QueuePool)
         connect_args = kwargs.pop("connect_args", {})
         connect_args.setdefault("check_same_thread", False)
         # Transactions are begun explicitly by the unit of work, so the driver's

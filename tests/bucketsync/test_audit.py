@@ -77,15 +77,16 @@ def test_bs_8_4_single_org_mode_omits_caller_details(tmp_path: Path) -> None:
 
 def test_bs_8_5_audit_failure_never_fails_the_request_and_is_counted(world: World) -> None:
     world.agent("agent-1")
-    store = world.hub.audit._store
-    original = store.write_batch
+    store = world.hub.store
+    assert isinstance(store, LocalBucketStore)
+    original = store.append
 
-    def failing(bucket: str, batch: Any) -> None:
+    def failing(bucket: str, path: str, data: bytes) -> None:
         if bucket == world.hub.settings.audit_bucket:
             raise StorageUnavailable("audit bucket down")
-        original(bucket, batch)
+        original(bucket, path, data)
 
-    store.write_batch = failing  # type: ignore[method-assign]
+    store.append = failing  # type: ignore[method-assign]
     response = world.raw("agent-1", "still delivered")
     assert response.status_code == 201
     assert world.hub.audit.failures == 1

@@ -330,7 +330,8 @@ def test_bs_13_29_digest_watching_block_reports_presence(pair: LiveWorld) -> Non
     pair.timer.advance(30)
     parked.result(timeout=5)
     watching = pair.client.get("/v1/digest?as=agent-2").json()["watching"]
-    assert watching == {"last_poll_age_s": 30.0, "mode": "inbox"}
+    assert watching == {"last_poll_age_s": 30, "mode": "parked", "stream": "inbox"}
+    assert isinstance(watching["last_poll_age_s"], int)
     pair.timer.advance(241)
     assert pair.client.get("/v1/digest?as=agent-2").json()["watching"] is None
 
@@ -340,7 +341,7 @@ def test_bs_13_31_watching_lists_every_handle_with_counters(pair: LiveWorld) -> 
     body = pair.client.get("/v1/watching").json()
     assert body["max_wait_s"] == 55.0 and body["fresh_s"] == 240.0
     assert body["watching"] == {
-        "agent-2": {"last_poll_age_s": 0.0, "mode": "updates", "waiters": 1}
+        "agent-2": {"last_poll_age_s": 0, "mode": "parked", "stream": "updates", "waiters": 1}
     }
     assert body["longpoll"]["waiters"] == 1
     pair.timer.advance(30)

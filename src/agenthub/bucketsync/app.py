@@ -17,9 +17,12 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
+from agenthub.bucketsync.api.idempotency import IdempotencyKeys
+from agenthub.bucketsync.board import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
+from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
 from agenthub.bucketsync.core.locks import LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
@@ -188,6 +191,17 @@ def _shared_state(
     )
 
 
+def idempotency_gate(settings: BucketSyncSettings, bus: RedisBus | None) -> RunningGate:
+    """Where a running Idempotency-Key is held: this process, or Redis for many workers."""
+    if bus is None:
+        return LocalGate()
+    import redis
+
+    from agenthub.bucketsync.scaleout.state import RedisGate
+
+    return RedisGate(redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix)
+
+
 def build_scoring(
     hub: Hub,
     *,
@@ -234,9 +248,13 @@ def create_app(
         else None
     )
 
+    keys = BucketIdempotency(store, settings.audit_bucket, clock, idempotency_gate(settings, bus))
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         prepare_buckets(hub)
+        sweep_store(hub.store)
+        journal.recover(hub)
         if bus is not None:
             bus.check()
             await bus.start()
@@ -253,6 +271,8 @@ def create_app(
     app.state.hub = hub
     app.state.scoring = scoring
     errors.install(app)
+    app.add_middleware(IdempotencyKeys, keys=keys)
+    # Added last, so outermost: an oversized body is refused before anything reads it.
     app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
     app.include_router(live.router)
     app.include_router(routes.router)
@@ -272,6 +292,19 @@ def create_app(
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
     return create_app(load_settings())
+
+
+def sweep_store(store: BucketStore) -> None:
+    """At start, the local store drops what a crash or an earlier version left: temp files
+    of dead processes and objects no bucket file links to."""
+    if isinstance(store, LocalBucketStore):
+        report = store.sweep()
+        if report.objects_removed or report.temps_removed:
+            log.info(
+                "swept %d unreferenced objects and %d temp files",
+                report.objects_removed,
+                report.temps_removed,
+            )
 
 
 def prepare_buckets(hub: Hub) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
+from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
 from agenthub.ports import BUCKETSYNC_PORT, require_free
@@ -41,6 +43,7 @@ def serve(
 
     settings = load_settings()
     check_workers(settings, workers)
+    check_bus(settings)
     require_free(host, port)
     application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
@@ -82,6 +85,38 @@ def check_workers(settings: BucketSyncSettings, workers: int) -> None:
             "a post handled by one worker cannot wake waiters parked on another, and rate "
             "limits would hold per worker only; run one worker or set the bus"
         )
+
+
+# An unreachable dependency, not a usage mistake: what a supervisor should restart on.
+UNAVAILABLE_EXIT = 1
+
+
+def check_bus(settings: BucketSyncSettings) -> None:
+    """Refuse to start, before anything is announced, when the bus does not answer: with
+    `--workers N` uvicorn's supervisor would otherwise exit 0 after its workers die."""
+    if not settings.bus_url:
+        return
+    from agenthub.bucketsync.app import redis_bus
+
+    try:
+        redis_bus(settings.bus_url, settings.bus_key_prefix).check()
+    except StorageUnavailable as exc:
+        cause = exc.__cause__ or exc
+        raise CliError(
+            f"BUCKETSYNC_BUS_URL {_without_password(settings.bus_url)} is unreachable ({cause}); "
+            "start Redis there, point BUCKETSYNC_BUS_URL at a running one, or unset it to "
+            "run a single worker",
+            exit_code=UNAVAILABLE_EXIT,
+        ) from exc
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 @users_app.command("add")

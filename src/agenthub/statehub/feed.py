@@ -8,9 +8,10 @@ the watermark of the revision mode: the highest visible revision under `lock`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,6 @@ from agenthub.statehub.rows import (
     receipt_state,
     receipt_tombstone_state,
     tombstone_state,
-    uuid_text,
     wire_columns,
 )
 from agenthub.statehub.store import Database
@@ -251,43 +251,79 @@ class FeedService:
         revisions.sort()
         cut = revisions[limit - 1] if len(revisions) >= limit else revisions[-1]
 
-        def rows(columns: Sequence[Any], table: Any, *order: Any) -> list[Row[Any]]:
+        # PostgreSQL formats every id and timestamp into the contract's text in
+        # SQL (`wire_columns`), so a row zipped with its field names is its state;
+        # SQLite's stored text goes through the row shape.
+        postgres = not self.db.sqlite
+
+        def states(
+            columns: Sequence[Any],
+            table: Any,
+            shape: Callable[[Row[Any]], dict[str, Any]],
+            *order: Any,
+        ) -> list[dict[str, Any]]:
             stmt = (
                 select(*wire_columns(session, columns))
                 .where(table.revision > after, table.revision <= cut)
                 .order_by(table.revision, *order)
             )
-            return list(session.execute(stmt).all())
+            result = session.execute(stmt)
+            if postgres:
+                names = [column.name for column in columns]
+                return [dict(zip(names, row, strict=True)) for row in result]
+            return [shape(row) for row in result]
 
-        grouped: dict[int, list[list[dict[str, Any]]]] = {}
-
-        def put(revision: int, slot: int, change: dict[str, Any]) -> None:
-            grouped.setdefault(revision, [[], [], [], []])[slot].append(change)
-
-        for row in rows(MESSAGE_COLUMNS, MESSAGES, MESSAGES.id):
-            key = uuid_text(row.id)
-            put(
-                row.revision, 0, _change(row.revision, "message", key, "upsert", message_state(row))
+        changes = [
+            {
+                "revision": m["revision"],
+                "entity": "message",
+                "key": m["id"],
+                "op": "upsert",
+                "state": m,
+            }
+            for m in states(MESSAGE_COLUMNS, MESSAGES, message_state, MESSAGES.id)
+        ]
+        changes += [
+            {
+                "revision": r["revision"],
+                "entity": "receipt",
+                "key": f"{r['message_id']}:{r['agent']}",
+                "op": "upsert",
+                "state": r,
+            }
+            for r in states(
+                RECEIPT_COLUMNS, RECEIPTS, receipt_state, RECEIPTS.message_id, RECEIPTS.agent
             )
-        for row in rows(RECEIPT_COLUMNS, RECEIPTS, RECEIPTS.message_id, RECEIPTS.agent):
-            key = f"{uuid_text(row.message_id)}:{row.agent}"
-            put(
-                row.revision, 1, _change(row.revision, "receipt", key, "upsert", receipt_state(row))
+        ]
+        changes += [
+            {
+                "revision": r["revision"],
+                "entity": "receipt",
+                "key": f"{r['message_id']}:{r['agent']}",
+                "op": "delete",
+                "state": r,
+            }
+            for r in states(
+                RECEIPT_TOMBSTONE_COLUMNS,
+                RECEIPT_TOMBSTONES,
+                receipt_tombstone_state,
+                RECEIPT_TOMBSTONES.message_id,
+                RECEIPT_TOMBSTONES.agent,
             )
-        for row in rows(
-            RECEIPT_TOMBSTONE_COLUMNS,
-            RECEIPT_TOMBSTONES,
-            RECEIPT_TOMBSTONES.message_id,
-            RECEIPT_TOMBSTONES.agent,
-        ):
-            key = f"{uuid_text(row.message_id)}:{row.agent}"
-            state = receipt_tombstone_state(row)
-            put(row.revision, 2, _change(row.revision, "receipt", key, "delete", state))
-        for row in rows(TOMBSTONE_COLUMNS, TOMBSTONES, TOMBSTONES.message_id):
-            key = uuid_text(row.message_id)
-            state = tombstone_state(row)
-            put(row.revision, 3, _change(row.revision, "tombstone", key, "delete", state))
-        changes = [c for rev in sorted(grouped) for slot in grouped[rev] for c in slot]
+        ]
+        changes += [
+            {
+                "revision": t["revision"],
+                "entity": "tombstone",
+                "key": t["message_id"],
+                "op": "delete",
+                "state": t,
+            }
+            for t in states(TOMBSTONE_COLUMNS, TOMBSTONES, tombstone_state, TOMBSTONES.message_id)
+        ]
+        # Stable: within a revision, messages, receipts, receipt deletes, tombstones,
+        # each in key order (the order the contract serves).
+        changes.sort(key=itemgetter("revision"))
         return changes, cut
 
     @staticmethod
@@ -326,7 +362,3 @@ class FeedService:
             if page["changes"] or remaining <= 0 or timed_out:
                 return page
             timed_out = not await wake.wait_past(generation, remaining)
-
-
-def _change(revision: int, entity: str, key: str, op: str, state: dict[str, Any]) -> dict[str, Any]:
-    return {"revision": revision, "entity": entity, "key": key, "op": op, "state": state}

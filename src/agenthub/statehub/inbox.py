@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
@@ -45,7 +45,10 @@ class InboxService:
 
     def send(self, data: MessageCreate) -> AgentMessage:
         now = self.clock.now()
-        with self.db.write() as session:
+        # A message that names no other message is one INSERT and needs no
+        # transaction around it (see `Database.statement`).
+        alone = data.thread_id is None and data.supersedes_id is None
+        with self.db.statement() if alone else self.db.write() as session:
             thread_root = self._thread_root(session, data.thread_id)
             predecessor = None
             if data.supersedes_id is not None:
@@ -173,35 +176,50 @@ class InboxService:
                 f"limit {query.limit} is out of range", hint=f"use 1..{MAX_LIST_LIMIT}"
             )
         now = self.clock.now()
-        # Only a stamping read (unread_only with a reader) writes.
-        stamping = query.unread_only and query.to_agent is not None
-        unit = self.db.write() if stamping else self.db.read()
-        with unit as session:
-            to_values = (
-                repo.identity_values(session, query.to_agent)
-                if query.to_agent is not None
-                else None
-            )
-            from_values = (
-                repo.identity_values(session, query.from_agent)
-                if query.from_agent is not None
-                else None
-            )
-            messages = repo.list_messages(
-                session,
-                now=now,
-                to_values=to_values,
-                from_values=from_values,
-                unread_only=query.unread_only,
-                kind=query.kind,
-                include_archived=query.include_archived,
-                limit=query.limit,
-            )
-            if stamping and query.to_agent is not None:
-                broadcasts = [m.id for m in messages if m.to_agent == BROADCAST]
-                reader = repo.canonical_agent(session, query.to_agent)
-                repo.upsert_receipts(session, broadcasts, reader, delivered_at=now)
+        # Only a stamping read (unread_only with a reader) writes, and only when a
+        # broadcast it returns has no delivery stamp yet: a repeated read (the
+        # common case) is answered from a read transaction, without the write lock.
+        reader = query.to_agent if query.unread_only else None
+        with self.db.read() as session:
+            messages, canonical = self._list(session, query, now)
+            if reader is None or not self._undelivered(session, canonical, messages):
+                return messages
+        with self.db.write() as session:
+            messages, canonical = self._list(session, query, now)
+            broadcasts = [m.id for m in messages if m.to_agent == BROADCAST]
+            repo.upsert_receipts(session, broadcasts, canonical, delivered_at=now)
             return messages
+
+    @staticmethod
+    def _list(session: Session, query: ListQuery, now: datetime) -> tuple[list[AgentMessage], str]:
+        """The page, and the reader's canonical slug (`""` without a reader)."""
+        canonical, to_values = "", None
+        if query.to_agent is not None:
+            canonical, to_values = repo.identity(session, query.to_agent)
+        from_values = (
+            repo.identity_values(session, query.from_agent)
+            if query.from_agent is not None
+            else None
+        )
+        messages = repo.list_messages(
+            session,
+            now=now,
+            to_values=to_values,
+            from_values=from_values,
+            unread_only=query.unread_only,
+            kind=query.kind,
+            include_archived=query.include_archived,
+            limit=query.limit,
+        )
+        return messages, canonical
+
+    @staticmethod
+    def _undelivered(session: Session, reader: str, messages: list[AgentMessage]) -> bool:
+        """Whether a broadcast in `messages` lacks `reader`'s (canonical) delivery stamp."""
+        broadcasts = {m.id for m in messages if m.to_agent == BROADCAST}
+        if not broadcasts:
+            return False
+        return len(repo.delivered(session, broadcasts, reader)) < len(broadcasts)
 
     def get(self, message_id: uuid.UUID) -> AgentMessage:
         with self.db.read() as session:

@@ -5,10 +5,21 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -32,16 +43,30 @@ def get_message_for_update(session: Session, message_id: uuid.UUID) -> AgentMess
     return session.scalars(stmt).one_or_none()
 
 
+def identity(session: Session, agent: str) -> tuple[str, list[str]]:
+    """`agent`'s canonical slug and every stored spelling of it (the canonical slug
+    and all its aliases), in one query."""
+    aliases = MessageIdentityAlias
+    canonical_of = select(aliases.canonical).where(aliases.alias == agent)
+    stmt = union_all(
+        select(literal(True), aliases.canonical).where(aliases.alias == agent),
+        select(literal(False), aliases.alias).where(
+            aliases.canonical == func.coalesce(canonical_of.scalar_subquery(), agent)
+        ),
+    )
+    canonical = agent
+    values = {agent}
+    for is_canonical, value in session.execute(stmt):
+        values.add(value)
+        if is_canonical:
+            canonical = value
+    values.add(canonical)
+    return canonical, sorted(values)
+
+
 def identity_values(session: Session, agent: str) -> list[str]:
     """Every stored spelling of `agent`: its canonical slug and all aliases of it."""
-    canonical = session.scalar(
-        select(MessageIdentityAlias.canonical).where(MessageIdentityAlias.alias == agent)
-    )
-    canonical = canonical or agent
-    aliases = session.scalars(
-        select(MessageIdentityAlias.alias).where(MessageIdentityAlias.canonical == canonical)
-    ).all()
-    return sorted({canonical, agent, *aliases})
+    return identity(session, agent)[1]
 
 
 def canonical_agent(session: Session, agent: str) -> str:
@@ -155,6 +180,16 @@ def upsert_receipts(
         where=or_(*changes) if changes else false(),
     )
     session.execute(stmt)
+
+
+def delivered(session: Session, message_ids: Collection[uuid.UUID], agent: str) -> set[uuid.UUID]:
+    """The ids among `message_ids` that `agent` already has a delivery stamp for."""
+    stmt = select(MessageReceipt.message_id).where(
+        MessageReceipt.agent == agent,
+        MessageReceipt.message_id.in_(message_ids),
+        MessageReceipt.delivered_at.is_not(None),
+    )
+    return set(session.scalars(stmt).all())
 
 
 def get_receipt(session: Session, message_id: uuid.UUID, agent: str) -> MessageReceipt | None:

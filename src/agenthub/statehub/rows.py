@@ -7,6 +7,7 @@ its contract state, and the snapshot's `content_hash`.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ RECEIPT_COLUMNS = tuple(RECEIPTS[name] for name in RECEIPT_FIELDS)
 TOMBSTONE_COLUMNS = tuple(TOMBSTONES[name] for name in TOMBSTONE_FIELDS)
 RECEIPT_TOMBSTONE_COLUMNS = tuple(RECEIPT_TOMBSTONES[name] for name in RECEIPT_TOMBSTONE_FIELDS)
 REVISION_TABLES = (MESSAGES, RECEIPTS, TOMBSTONES, RECEIPT_TOMBSTONES)
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 PG_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
 
 
@@ -94,6 +96,8 @@ def uuid_text(value: uuid.UUID | str) -> str:
     if isinstance(value, str):
         if len(value) == 32:  # SQLite stores the 32 hex digits
             return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+        if _CANONICAL_UUID.fullmatch(value):  # PostgreSQL's uuid::text is canonical already
+            return value
         return str(uuid.UUID(value))
     return str(value)
 

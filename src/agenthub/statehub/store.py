@@ -50,6 +50,29 @@ class Database:
             callback()
 
     @contextmanager
+    def statement(self) -> Iterator[Session]:
+        """A write that is one INSERT/UPDATE (the caller issues exactly one).
+
+        On PostgreSQL it runs in autocommit, so the statement is its own
+        transaction, triggers and advisory lock included: one round trip instead
+        of BEGIN, statement, COMMIT. On SQLite it is `write()` (no round trips to
+        save, and the revision row must be opened and closed around it).
+        """
+        if self.sqlite:
+            with self.write() as session:
+                yield session
+            return
+        with (
+            self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+            Session(bind=conn, expire_on_commit=False) as session,
+        ):
+            yield session
+            session.flush()
+            session.commit()
+        for callback in self.after_commit:
+            callback()
+
+    @contextmanager
     def snapshot(self) -> Iterator[Session]:
         """One consistent read-only image: REPEATABLE READ READ ONLY on PostgreSQL,
         a single read transaction (WAL snapshot) on SQLite."""

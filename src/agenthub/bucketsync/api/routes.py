@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,8 +62,11 @@ def describe(request: Request) -> dict[str, Any]:
 
 
 @router.get("/healthz")
-def healthz(request: Request) -> dict[str, Any]:
-    return discovery.health(hub_of(request))
+def healthz(request: Request, response: Response) -> dict[str, Any]:
+    report = discovery.health(hub_of(request))
+    if report["status"] == "degraded":
+        response.status_code = 503
+    return report
 
 
 @router.post("/agents/register", status_code=201)

@@ -6,15 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agenthub.bucketsync.board import journal
 from agenthub.bucketsync.channels import write as channels
-from agenthub.bucketsync.core import frontmatter, mentions, naming
+from agenthub.bucketsync.core import frontmatter, idempotency, mentions, naming
 from agenthub.bucketsync.core.access import (
     bearer_caller,
     is_registered,
     require_organizer,
     require_registered,
 )
+from agenthub.bucketsync.core.dedup import PromotionDedup
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.idempotency import Attempt
 from agenthub.bucketsync.core.naming import SourceRef
 from agenthub.bucketsync.core.notify import wake_keys
 from agenthub.bucketsync.core.records import stamp_record
@@ -51,6 +54,23 @@ class Draft:
     channel: str | None = None
 
 
+def _require_unicode(request: MessageRequest) -> None:
+    """JSON can carry a lone surrogate (`"\\ud800"`), which no file can store: refuse it
+    as a 400 instead of failing at the write."""
+    for name in ("source", "agent_id", "body", "type", "channel", "refs"):
+        value = getattr(request, name)
+        texts = value if isinstance(value, list) else [value]
+        for text in texts:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidRequest(
+                        f"{name} is not valid Unicode text (it holds a lone surrogate)",
+                        hint="send UTF-8 text; escape sequences must form whole characters",
+                    ) from None
+
+
 def promote(
     hub: Hub,
     request: MessageRequest,
@@ -58,6 +78,7 @@ def promote(
     authorization: str | None,
     caller_info: CallerInfo,
 ) -> dict[str, Any]:
+    _require_unicode(request)
     has_source = bool(request.source)
     has_body = request.body is not None and request.agent_id is not None
     if has_source == has_body or (has_source and request.body is not None):
@@ -83,10 +104,18 @@ def promote(
             else naming.channel_message_path(draft.channel, "")
         )
         with hub.dedup.claim(draft.source_bytes, folder) as written:
-            result = publish(hub, draft, caller_info=caller_info)
+            key = PromotionDedup.key(draft.source_bytes, folder)
+            journal.refuse_promoted(hub, key)
+            result = publish(
+                hub,
+                draft,
+                caller_info=caller_info,
+                attempt=idempotency.current.get(),
+                dedup_key=key,
+            )
             written.append(result["filename"])
             return result
-    return publish(hub, draft, caller_info=caller_info)
+    return publish(hub, draft, caller_info=caller_info, attempt=idempotency.current.get())
 
 
 def _from_source(hub: Hub, request: MessageRequest) -> Draft:
@@ -164,9 +193,13 @@ def publish(
     caller_info: CallerInfo,
     route: str = "/v1/messages",
     audit_fields: Mapping[str, Any] | None = None,
+    attempt: Attempt | None = None,
+    dedup_key: str | None = None,
 ) -> dict[str, Any]:
-    """THE board post: stamp, inbox fan-out (or broadcast copy), the channel's auto-subscribe
-    marker, one batch with the board file last, the audit row and the wakes. Requests
+    """THE board post: stamp, a journal entry (intent), one batch of the derived files
+    (inbox fan-out or broadcast copy, the channel's auto-subscribe marker) with the board
+    file last, the audit row, the answer (`attempt`'s Idempotency-Key, `dedup_key`'s
+    filename) and the wakes. Requests
     (`promote`) and the server itself (the verifier, `route` names it) post through here. `audit_fields` replaces the
     request's `broadcast`/`channel` columns of the audit row."""
     refs = mentions.normalize_refs(draft.client_fm.get("refs"))
@@ -176,8 +209,8 @@ def publish(
         if key not in ("agent", "timestamp", "via", "refs", "broadcast", "channel")
     }
     fm.setdefault("type", "agent")
-    if refs:
-        fm["refs"] = refs
+    if refs:  # stored as given (a string stays a string, as agent-collabs writes it)
+        fm["refs"] = draft.client_fm["refs"]
     entries = hub.read_model.entries(naming.MESSAGE_BOARD)
     channel_entries = hub.read_model.entries(channels.CHANNELS) if draft.channel is not None else {}
 
@@ -209,19 +242,19 @@ def publish(
         if draft.channel is None
         else naming.channel_message_path(draft.channel, filename)
     )
-    # Not transactional on HF: copies first and the board file last, so a half-applied batch
-    # never shows a board message whose fan-out is missing (backfill-inbox heals the rest).
-    adds = [(naming.inbox_path(handle, filename), data) for handle in recipients]
+    # One batch, the board file last (not transactional on HF: a half-applied batch never
+    # shows a board message whose fan-out is missing). The journal entry written first lets
+    # the next start roll back derived files whose board file never landed (board.journal).
+    derived = [(naming.inbox_path(handle, filename), data) for handle in recipients]
     if draft.broadcast:
-        adds.append((naming.broadcast_path(filename), data))
+        derived.append((naming.broadcast_path(filename), data))
     auto_subscribed = False
     if draft.channel is not None and not channels.is_member(hub, draft.channel, draft.author):
         # Posting subscribes the author (seed §12), in the same batch.
-        adds.append(channels.marker(hub, draft.channel, draft.author, via="auto", notify=None))
+        derived.append(channels.marker(hub, draft.channel, draft.author, via="auto", notify=None))
         auto_subscribed = True
-    adds.append((board_path, data))
-    hub.write_central(adds)
-    hub.audit.record(
+    write_id = hub.audit.new_write_id()
+    audit_row = hub.audit.row(
         agent_id=draft.author,
         route="/v1/messages",
         via=draft.via,
@@ -240,12 +273,9 @@ def publish(
         ),
         caller_ip=caller_info.ip,
         user_agent=caller_info.user_agent,
+        write_id=write_id,
     )
-    if hub.notifier is not None:
-        hub.notifier.wake(
-            wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
-        )
-    return {
+    answer = {
         "filename": filename,
         "via": draft.via,
         "path": board_path,
@@ -254,3 +284,29 @@ def publish(
         "channel": draft.channel,
         "auto_subscribed": auto_subscribed,
     }
+    pid, host = journal.owner()
+    entry = journal.Entry(
+        write_id=write_id,
+        board_path=board_path,
+        derived=derived,
+        audit_row=audit_row,
+        answer=answer,
+        attempt=attempt,
+        dedup_key=dedup_key,
+        pid=pid,
+        host=host,
+        at=hub.clock.now().timestamp(),
+    )
+    journal.begin(hub, entry)
+    try:
+        hub.write_central([*derived, (board_path, data)])
+    except BaseException:
+        journal.roll_back(hub, entry)
+        raise
+    hub.audit.append(audit_row)
+    journal.complete(hub, entry)
+    if hub.notifier is not None:
+        hub.notifier.wake(
+            wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
+        )
+    return answer

@@ -1,18 +1,25 @@
-"""The audit log: one JSON line per write in `audit/{YYYYMM}.jsonl` of the AUDIT_BUCKET.
+"""The audit log: one JSON line per write, in the private AUDIT_BUCKET, by month.
 
-Buckets have no append and no preconditions, so the append is a read-modify-write. The
-Space is the only writer, and appends are serialized in-process under one lock; a failure
-never fails the user's request but is logged and counted (`failures`), never silent.
+An append costs the line, never the month: a store that appends in place (the local one)
+keeps `audit/{YYYYMM}.jsonl`; a bucket without append (HF) gets one part file per row,
+`audit/{YYYYMM}/{write_id}.jsonl`, written once and never rewritten. `rows(month)` reads
+either layout (and the single month file earlier versions rewrote on HF).
+
+A row may carry a `write_id` (the journal of a board post names its row), so a recovery
+can tell whether the row already landed. Appends are serialized in-process under one lock;
+a failure never fails the user's request but is logged and counted (`failures`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
+import uuid
 from typing import Any
 
-from agenthub.bucketsync.storage.base import Batch, BucketStore
+from agenthub.bucketsync.storage.base import AppendableStore, Batch, BucketStore
 from agenthub.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -28,14 +35,19 @@ class AuditLog:
         self.written = 0
         self.failures = 0
         self.last_error: str | None = None
-        # The Space is the only writer, so after one read the month file is known in memory
-        # and later appends skip the download (an HF read goes through Xet every time).
-        self._known: tuple[str, bytes] | None = None
+        self._sequence = itertools.count()
 
     def path_for_now(self) -> str:
+        """The month file (the layout of a store that appends in place)."""
         return f"audit/{self._clock.now():%Y%m}.jsonl"
 
-    def record(
+    def new_write_id(self) -> str:
+        """A time-ordered unique id for one write's row (the sequence orders ids of one
+        microsecond; the random part keeps workers apart)."""
+        stamp = f"{self._clock.now():%Y%m%dT%H%M%S%f}"
+        return f"{stamp}-{next(self._sequence):09d}-{uuid.uuid4().hex[:12]}"
+
+    def row(
         self,
         *,
         agent_id: str,
@@ -48,8 +60,8 @@ class AuditLog:
         caller_ip: str | None = None,
         user_agent: str | None = None,
         **extra: Any,
-    ) -> bool:
-        """Append one row; returns False (and counts the loss) if the write failed."""
+    ) -> dict[str, Any]:
+        """The row `record` would append (a journal keeps it until the write completes)."""
         row: dict[str, Any] = {
             "ts": self._clock.now().isoformat().replace("+00:00", "Z"),
             "agent_id": agent_id,
@@ -65,22 +77,41 @@ class AuditLog:
             # Single-org audit buckets are readable by participants: no IPs there (§8).
             row["caller_ip"] = caller_ip
             row["user_agent"] = user_agent
-        line = json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n"
+        return row
+
+    def record(self, **fields: Any) -> bool:
+        """Append one row (the fields of `row`); returns False (and counts the loss) if the
+        write failed."""
+        return self.append(self.row(**fields))
+
+    def append(self, row: dict[str, Any]) -> bool:
+        """Append a built row; returns False (and counts the loss) if the write failed."""
+        line = (json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        month = str(row["ts"])[:7].replace("-", "")
         with self._lock:
-            path = self.path_for_now()
             try:
-                if self._known is not None and self._known[0] == path:
-                    existing = self._known[1]
+                if isinstance(self._store, AppendableStore):
+                    self._store.append(self._bucket, f"audit/{month}.jsonl", line)
                 else:
-                    existing = self._store.read(self._bucket, path) or b""
-                updated = existing + line.encode()
-                self._store.write_batch(self._bucket, Batch(adds=[(path, updated)]))
-                self._known = (path, updated)
+                    write_id = str(row.get("write_id") or self.new_write_id())
+                    part = f"audit/{month}/{write_id}.jsonl"
+                    self._store.write_batch(self._bucket, Batch(adds=[(part, line)]))
             except Exception as exc:  # an audit failure must never fail the request
-                self._known = None
                 self.failures += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
-                log.error("audit row lost (%s): %s", self.last_error, line.strip())
+                log.error("audit row lost (%s): %s", self.last_error, line.decode().strip())
                 return False
             self.written += 1
             return True
+
+    def rows(self, month: str) -> list[dict[str, Any]]:
+        """Every row of `month` (YYYYMM), in write order, whichever layout holds it."""
+        data = self._store.read(self._bucket, f"audit/{month}.jsonl") or b""
+        parts = [e.path for e in self._store.list(self._bucket, f"audit/{month}/")]
+        found = self._store.read_many(self._bucket, parts) if parts else {}
+        data += b"".join(found[path] for path in sorted(found))
+        return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+    def has_row(self, month: str, write_id: str) -> bool:
+        """Whether the row of `write_id` landed (a recovery's question)."""
+        return any(row.get("write_id") == write_id for row in self.rows(month))

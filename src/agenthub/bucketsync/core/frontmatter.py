@@ -1,9 +1,17 @@
 """Markdown-with-YAML-frontmatter: strict parsing for promoted sources, lenient parsing
-for what is already in the bucket, the message-key allowlist, and serialization."""
+for what is already in the bucket, the message-key allowlist, and serialization.
+
+Frontmatter is a small, flat, hand-written mapping, so the parser refuses what only an
+attacker or an accident writes, and refuses it from the event stream, before anything is
+built: anchors and aliases (a ~600-byte alias tree expands to 10^7 leaves), nesting deeper
+than `MAX_DEPTH` (a recursive constructor's stack), duplicate keys (YAML keeps the last one
+silently) and non-finite numbers (served as JSON `null`). A leading UTF-8 BOM is dropped.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -14,7 +22,11 @@ from agenthub.bucketsync.errors import InvalidFrontmatter, NotOrganizer
 
 # libyaml's loader when PyYAML was built with it: the same safe subset, ~8x faster,
 # which is most of a cold read of a large folder.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Nesting a frontmatter mapping may have (the message keys need 2: a list of refs).
+MAX_DEPTH = 16
+_BOM = "\ufeff"
 
 # Keys a promoted message may carry (seed §13, cursor integrity): anything else, notably a
 # response-shaped key such as `filename`, `cursor`, `next` or `watch`, is refused.
@@ -33,6 +45,84 @@ class Document:
         """Lower-cased body and frontmatter, what `q=` searches (computed once per file)."""
         header = " ".join(f"{key}: {value}" for key, value in self.frontmatter.items())
         return f"{self.body}\n{header}".lower()
+
+
+class _Refused(Exception):
+    """Why the strict loader refused a header (turned into INVALID_FRONTMATTER)."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class _StrictLoader(_BASE_LOADER):  # type: ignore[valid-type,misc]
+    """The safe loader, refusing duplicate keys and non-finite floats while it builds."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # an unhashable key: the base constructor reports it
+            if duplicate:
+                raise _Refused(
+                    f"the frontmatter repeats the key {key!r}",
+                    hint=f"keep one {key!r} line; YAML would silently keep the last",
+                )
+            seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value: float = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise _Refused(
+                f"the frontmatter value {node.value!r} is not a finite number",
+                hint="write a finite number, or quote it to keep it as text",
+            )
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
+
+
+def _check_events(header: str) -> None:
+    """Refuse anchors, aliases and deep nesting from the event stream, which costs the
+    size of the text: nothing is constructed yet."""
+    depth = 0
+    for event in yaml.parse(header, Loader=_BASE_LOADER):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused(
+                "the frontmatter uses a YAML anchor or alias (&name / *name)",
+                hint="write each value out; anchors and aliases are not accepted",
+            )
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Refused(
+                    f"the frontmatter nests deeper than {MAX_DEPTH} levels",
+                    hint="frontmatter is a flat key: value mapping",
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _load_header(header: str) -> Any:
+    if not header.strip():
+        return {}
+    try:
+        _check_events(header)
+        return yaml.load(header, Loader=_StrictLoader)
+    except _Refused as refused:
+        raise InvalidFrontmatter(refused.message, hint=refused.hint) from None
+    except yaml.YAMLError as exc:
+        raise InvalidFrontmatter(
+            f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}",
+            hint="frontmatter is a YAML mapping between two '---' lines",
+        ) from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -62,24 +152,19 @@ def _split(text: str) -> tuple[str | None, str]:
 
 
 def parse_strict(data: bytes) -> Document:
-    """Parse a source being promoted: non-UTF-8, unparseable or non-mapping frontmatter
-    is a 400 INVALID_FRONTMATTER."""
+    """Parse a source being promoted: non-UTF-8, unparseable, non-mapping or refused (see
+    the module docstring) frontmatter is a 400 INVALID_FRONTMATTER."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidFrontmatter(
             "the source is not valid UTF-8 text", hint="save the file as UTF-8 markdown"
         ) from None
+    text = text.removeprefix(_BOM)
     header, body = _split(text)
     if header is None:
         return Document({}, text)
-    try:
-        loaded = yaml.load(header, Loader=_SAFE_LOADER) if header.strip() else {}
-    except yaml.YAMLError as exc:
-        raise InvalidFrontmatter(
-            f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}",
-            hint="frontmatter is a YAML mapping between two '---' lines",
-        ) from None
+    loaded = _load_header(header)
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
@@ -96,7 +181,7 @@ def parse_lenient(data: bytes) -> Document:
     try:
         return parse_strict(text.encode("utf-8"))
     except InvalidFrontmatter:
-        _header, body = _split(text)
+        _header, body = _split(text.removeprefix(_BOM))
         return Document({}, body)
 
 

@@ -22,6 +22,8 @@ class NotifierHealth:
 
     wakes: int | None = None
     bus: dict[str, int] | None = None
+    # Why the bus cannot be reached right now (None: reachable, or no bus).
+    error: str | None = None
 
 
 class Notifier(Protocol):

@@ -86,6 +86,13 @@ def put(hub: Hub, authorization: str | None, bucket: str, path: str, data: bytes
     _validate_bucket_id(bucket)
     naming.validate_components(path, allow_dotfiles=True)
     info = _require_bucket(hub, bucket)
+    if bucket in (hub.settings.central_bucket, hub.settings.audit_bucket):
+        # The service's own buckets: an org admin could otherwise rewrite README.md, the
+        # audit log or an inbox, which the API never lets anyone but the service write.
+        raise Forbidden(
+            f"{bucket} is written only by bucket-sync, whatever the caller's role",
+            hint="post through /v1 (messages, results, sync), or write your scratch bucket",
+        )
     ns = bucket.split("/", 1)[0]
     if info.creator != caller.user and _role(hub, caller, ns) != "admin":
         raise Forbidden(

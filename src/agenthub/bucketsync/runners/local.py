@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import agenthub
+from agenthub import pids
 from agenthub.bucketsync.runners.base import (
     CANCELED,
     COMPLETED,
@@ -135,7 +136,7 @@ class LocalJobRunner:
             pid = int((directory / "pid").read_text())
         except (OSError, ValueError):
             return JobState(ERROR, "unknown local job")
-        if _alive(pid):
+        if pids.alive(pid):
             return JobState(RUNNING)
         return _read_status(directory) or JobState(ERROR, "job supervisor vanished")
 
@@ -164,16 +165,6 @@ class LocalJobRunner:
                 directory / STATUS,
                 {"stage": CANCELED, "message": "cancelled", "finished_at": _now()},
             )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read_status(directory: Path) -> JobState | None:

@@ -144,7 +144,13 @@ class RedisBus:
             self._local.deliver(keys)
 
     def health(self) -> NotifierHealth:
-        return NotifierHealth(bus=self.stats())
+        """The counters, and whether Redis answers a ping now (healthz probes it)."""
+        try:
+            self._client.ping()
+            error = None
+        except redis.RedisError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        return NotifierHealth(bus=self.stats(), error=error)
 
     def stats(self) -> dict[str, int]:
         return {

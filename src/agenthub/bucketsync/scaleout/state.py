@@ -159,3 +159,30 @@ class RedisLocks:
             # LockError: the lease expired first and the next holder already owns it.
             with contextlib.suppress(LockError):
                 lock.release()
+
+
+class RedisGate:
+    """The idempotency `RunningGate` across workers: `SET NX` with a lease, polled."""
+
+    LEASE_S = 120
+    POLL_S = 0.05
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = f"{prefix}idempotency:"
+
+    def acquire(self, record_id: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if self._client.set(self._prefix + record_id, "1", nx=True, ex=self.LEASE_S):
+                    return True
+            except redis.RedisError as exc:
+                raise _unavailable(exc) from exc
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_S)
+
+    def release(self, record_id: str) -> None:
+        with contextlib.suppress(redis.RedisError):
+            self._client.delete(self._prefix + record_id)

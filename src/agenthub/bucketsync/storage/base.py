@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,15 @@ class BucketStore(Protocol):
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
         """Apply a batch of adds, hash copies and deletes."""
+        ...
+
+
+@runtime_checkable
+class AppendableStore(BucketStore, Protocol):
+    """A store that can append to a file in place (the local store; HF buckets cannot)."""
+
+    def append(self, bucket: str, path: str, data: bytes) -> None:
+        """Append `data` to `path` (created if absent); durable when it returns."""
         ...
 
 

@@ -3,6 +3,11 @@
 Layout: `buckets/{ns}/{name}/bucket.json` (creator, private, created_at) and
 `buckets/{ns}/{name}/files/…`. Bytes live once in `objects/{sha256}` and bucket files are
 hard links to them, so copy-by-hash is a link, and every write is temp + fsync + rename.
+
+An object whose last bucket file is replaced or deleted is removed with it (its link count
+drops to 1: only `objects/` holds it); `sweep()` removes what a crash or an earlier version
+left behind — such objects, and `.tmp-{pid}-…` files of processes that are gone. `append`
+grows a file in place (the audit log), detached from its object first.
 """
 
 from __future__ import annotations
@@ -11,17 +16,30 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from agenthub import pids
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
 from agenthub.clock import Clock, SystemClock
 
 _META = "bucket.json"
+_TEMP_PID = re.compile(r"^\.tmp-(\d+)-")
+# Object removal and object reuse of the same hash take the same stripe.
+_STRIPES = 64
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    objects_removed: int
+    temps_removed: int
 
 
 def _bucket_parts(bucket: str) -> tuple[str, str]:
@@ -51,6 +69,8 @@ class LocalBucketStore:
         # (inode, mtime_ns, size) -> sha256; files are immutable once linked into place.
         self._hashes: dict[tuple[int, int, int], str] = {}
         self._hash_lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._append_lock = threading.Lock()
         self.list_calls = 0
         self.read_many_calls = 0
 
@@ -150,16 +170,73 @@ class LocalBucketStore:
         if self.info(bucket) is None:
             raise StorageUnavailable(f"bucket {bucket} does not exist")
         try:
+            # An object is released outside its own stripe: two stripes are never held.
             for _src_bucket, content_hash, dest in batch.copies:
-                self._link_object(bucket, content_hash, dest)
+                with self._stripe(content_hash):
+                    replaced = self._link_object(bucket, content_hash, dest)
+                self._release(replaced)
             for dest, data in batch.adds:
-                content_hash = self._store_object(data)
-                self._link_object(bucket, content_hash, dest)
+                content_hash = hashlib.sha256(data).hexdigest()
+                with self._stripe(content_hash):
+                    self._store_object(data, content_hash)
+                    replaced = self._link_object(bucket, content_hash, dest)
+                self._release(replaced)
             for dest in batch.deletes:
+                target = self._file_path(bucket, dest)
+                last = self._last_reference(target)
                 with contextlib.suppress(FileNotFoundError):
-                    self._file_path(bucket, dest).unlink()
+                    target.unlink()
+                self._release(last)
         except OSError as exc:
             raise StorageUnavailable(f"write to {bucket} failed: {exc}") from exc
+
+    def append(self, bucket: str, path: str, data: bytes) -> None:
+        """Append in place: O(len(data)), however long the file already is."""
+        if self.info(bucket) is None:
+            raise StorageUnavailable(f"bucket {bucket} does not exist")
+        target = self._file_path(bucket, path)
+        try:
+            with self._append_lock:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._detach(target)
+                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    if self._durable:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
+
+    def sweep(self, *, min_age_s: float = 60.0) -> SweepReport:
+        """Remove objects no bucket file links to and temp files of dead processes, both
+        older than `min_age_s` (a live write stores its object a moment before linking it)."""
+        cutoff = time.time() - min_age_s
+        objects = temps = 0
+        if self._objects.is_dir() and self._hard_links_work():
+            for path in self._walk(self._objects):
+                st = path.stat()
+                if path.name.startswith(".tmp-"):
+                    continue
+                if st.st_nlink == 1 and st.st_mtime < cutoff:
+                    with self._stripe(path.name), contextlib.suppress(FileNotFoundError):
+                        if path.stat().st_nlink == 1:
+                            path.unlink()
+                            objects += 1
+        for root in (self._objects, self._root / "buckets"):
+            for path in self._walk(root, temps_only=True):
+                match = _TEMP_PID.match(path.name)
+                stale = path.stat().st_mtime < cutoff
+                if (match is not None and not pids.alive(int(match.group(1)))) or (
+                    match is None and stale
+                ):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                        temps += 1
+        return SweepReport(objects_removed=objects, temps_removed=temps)
 
     # -- internals -------------------------------------------------------------------------
     def _entry(self, base: Path, path: Path, st: os.stat_result | None = None) -> FileEntry:
@@ -175,19 +252,88 @@ class LocalBucketStore:
             path=path.relative_to(base).as_posix(), size=st.st_size, content_hash=content_hash
         )
 
-    def _store_object(self, data: bytes) -> str:
-        content_hash = hashlib.sha256(data).hexdigest()
-        target = self._objects / content_hash[:2] / content_hash
+    def _stripe(self, content_hash: str) -> threading.Lock:
+        return self._stripes[int(content_hash[:2], 16) % _STRIPES]
+
+    def _object_path(self, content_hash: str) -> Path:
+        return self._objects / content_hash[:2] / content_hash
+
+    def _store_object(self, data: bytes, content_hash: str) -> None:
+        target = self._object_path(content_hash)
         if not target.exists():
             self._atomic_write(target, data)
-        return content_hash
 
-    def _link_object(self, bucket: str, content_hash: str, dest: str) -> None:
-        source = self._objects / content_hash[:2] / content_hash
+    def _last_reference(self, target: Path) -> str | None:
+        """The object hash of `target` if `target` is its only bucket file (link count 2:
+        the file and the object), so replacing or deleting it orphans the object."""
+        try:
+            st = target.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if st.st_nlink != 2:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self._hash_lock:
+            known = self._hashes.get(key)
+        return known or hashlib.sha256(target.read_bytes()).hexdigest()
+
+    def _release(self, content_hash: str | None) -> None:
+        if content_hash is None:
+            return
+        source = self._object_path(content_hash)
+        with self._stripe(content_hash), contextlib.suppress(FileNotFoundError):
+            if source.stat().st_nlink == 1:
+                source.unlink()
+
+    def _detach(self, target: Path) -> None:
+        """Give a file linked to an object its own inode before it is changed in place."""
+        last = self._last_reference(target)
+        try:
+            linked = target.stat().st_nlink > 1
+        except FileNotFoundError:
+            return
+        if linked:
+            self._atomic_write(target, target.read_bytes())
+            self._release(last)
+
+    def _walk(self, root: Path, *, temps_only: bool = False) -> Iterator[Path]:
+        stack = [root]
+        while stack:
+            current = stack.pop()
+            try:
+                with os.scandir(current) as it:
+                    for item in it:
+                        if item.is_dir(follow_symlinks=False):
+                            stack.append(Path(item.path))
+                        elif not temps_only or item.name.startswith(".tmp-"):
+                            yield Path(item.path)
+            except FileNotFoundError:
+                continue
+
+    def _hard_links_work(self) -> bool:
+        probe = self._objects / f".tmp-{os.getpid()}-probe"
+        try:
+            probe.write_bytes(b"")
+            os.link(probe, probe.with_name(probe.name + "-link"))
+        except OSError:
+            return False
+        finally:
+            for path in (probe, probe.with_name(probe.name + "-link")):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        return True
+
+    def _link_object(self, bucket: str, content_hash: str, dest: str) -> str | None:
+        """Link `dest` to the object; returns the hash of the object it replaced if that
+        object may now be unreferenced (for `_release`, outside this hash's stripe)."""
+        source = self._object_path(content_hash)
         if not source.exists():
             raise StorageUnavailable(f"no object with hash {content_hash} to copy")
         target = self._file_path(bucket, dest)
         target.parent.mkdir(parents=True, exist_ok=True)
+        last = self._last_reference(target)
+        if last == content_hash:
+            return None  # already this content
         tmp = target.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{target.name}"
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -196,14 +342,15 @@ class LocalBucketStore:
         except OSError:
             # Filesystems without hard links: fall back to a copied file.
             self._atomic_write(target, source.read_bytes())
-            return
+            return None
         os.replace(tmp, target)
         if self._durable:
             _fsync_dir(target.parent)
+        return last
 
     def _atomic_write(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -64,9 +64,6 @@ async def page(
 
 def _json(body: dict[str, Any]) -> Response:
     # Feed bodies are plain JSON types already; skipping FastAPI's recursive
-    # encoder is most of the serving cost at 5000 changes a page.
-    return Response(
-        json.dumps(body, separators=(",", ":"), ensure_ascii=False),
-        media_type="application/json",
-        headers=NO_STORE,
-    )
+    # encoder is most of the serving cost at 5000 changes a page, and orjson
+    # encodes in one pass what `json.dumps` took a fifth of a page to.
+    return Response(orjson.dumps(body), media_type="application/json", headers=NO_STORE)

@@ -1,0 +1,110 @@
+"""The `Idempotency-Key` middleware: every POST carrying the header is answered once per
+key and body (see `core.idempotency`); a replayed answer carries `Idempotent-Replayed: true`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agenthub.bucketsync.api.errors import STATUS, error_response, render
+from agenthub.bucketsync.core import idempotency
+from agenthub.bucketsync.core.idempotency import Answer, Attempt, BucketIdempotency
+from agenthub.bucketsync.errors import BucketSyncError
+
+REPLAYED = "Idempotent-Replayed"
+
+
+class IdempotencyKeys:
+    def __init__(self, app: ASGIApp, *, keys: BucketIdempotency) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope) if scope["type"] == "http" else None
+        key = headers.get(idempotency.HEADER) if headers is not None else None
+        if headers is None or key is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        if not key or len(key) > idempotency.MAX_KEY_LENGTH or not key.isprintable():
+            response = error_response(
+                400,
+                "INVALID_REQUEST",
+                "Idempotency-Key must be 1-255 printable characters",
+                "use a fresh UUID per request, and the same one for its retries",
+            )
+            await response(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        attempt = Attempt.of(key, headers.get("authorization"), "POST", scope["path"], body)
+        try:
+            answer = await run_in_threadpool(self.keys.begin, attempt)
+        except BucketSyncError as exc:
+            await render(exc, STATUS.get(type(exc), 409))(scope, receive, send)
+            return
+        if answer is not None:
+            replayed = _json_response(answer, {REPLAYED: "true"})
+            await replayed(scope, receive, send)
+            return
+        status = 0
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+            await send(message)
+
+        token = idempotency.current.set(attempt)
+        finished = False
+        try:
+            await self.app(scope, _replay(body, receive), capture)
+            if 200 <= status < 300:
+                try:
+                    answered: Any = json.loads(b"".join(chunks) or b"null")
+                except ValueError:
+                    answered = None
+                if answered is not None:
+                    await run_in_threadpool(self.keys.finish, attempt, Answer(status, answered))
+                    finished = True
+        finally:
+            idempotency.current.reset(token)
+            if not finished:
+                self.keys.abandon(attempt)
+
+
+def _json_response(answer: Answer, headers: dict[str, str]) -> JSONResponse:
+    return JSONResponse(answer.body, status_code=answer.status, headers=headers)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _replay(body: bytes, upstream: Receive) -> Receive:
+    """The body already read, then the client's own messages (a disconnect)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await upstream()
+
+    return receive
