@@ -14,14 +14,22 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
+from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import QueuePool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def normalize_url(url: str) -> URL:
-    """Turn an operator-written URL into one SQLAlchemy can open with our drivers."""
-    parsed = make_url(url)
+    """Turn an operator-written URL into one SQLAlchemy can open with our drivers; a
+    `ValueError` says what is wrong with one it cannot."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"{url!r} is not a database URL: "
+            "use sqlite:///path/to/file.db or postgresql://user@host/dbname"
+        ) from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
@@ -33,6 +41,24 @@ def normalize_url(url: str) -> URL:
             "use sqlite:///path/to/file.db or postgresql://user@host/dbname"
         )
     return parsed
+
+
+class DatabaseUnreachable(Exception):
+    """The database cannot be opened (server down, database missing, no permission)."""
+
+
+def check_reachable(url: str) -> None:
+    """Open and close one connection, so a command fails before it announces anything;
+    `DatabaseUnreachable` carries the driver's first line."""
+    engine = make_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        first = str(exc.orig or exc).strip().splitlines()[0]
+        raise DatabaseUnreachable(first) from exc
+    finally:
+        engine.dispose()
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
+from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate
@@ -95,7 +96,8 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
                 await source.aclose()
             engine.dispose()
 
-    app = FastAPI(title="agenthub hub-core", version="1", lifespan=lifespan)
+    app = FastAPI(title="agenthub hub-core", version="1", lifespan=lifespan, docs_url=None)
+    serve_docs(app)
     errors.install(app)
 
     async def invalid(_request: Request, exc: Exception) -> JSONResponse:

@@ -9,13 +9,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
 from agenthub.statehub import migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
-from agenthub.statehub.instance import stored_instance_label
+from agenthub.statehub.instance import instance_label_in_force
 from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
@@ -54,7 +55,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 migrate.upgrade(engine)
             db = Database(engine)
             app.state.db = db
-            app.state.instance_label = settings.instance_label or stored_instance_label(db)
+            app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)
             app.state.feed = FeedService(db, clock, app.state.instance_label)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
@@ -77,7 +78,8 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 app.state.paged_snapshots.close_all()
             engine.dispose()
 
-    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)
+    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan, docs_url=None)
+    serve_docs(app)
     errors.install(app)
     app.include_router(health.router)
     # The feed's fixed paths must match before `/messages/{id}`.

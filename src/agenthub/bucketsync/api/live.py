@@ -7,6 +7,7 @@ Watched reads are `async`: the read model runs in the threadpool, the park on th
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailabl
 from agenthub.bucketsync.live import updates
 
 router = APIRouter(prefix="/v1")
+logger = logging.getLogger(__name__)
 
 CLIENT_SCRIPT = "collab_watch.sh"
 _PACKAGED_CLIENTS = Path(__file__).resolve().parent.parent / "clients"
@@ -86,9 +88,13 @@ async def watched(
     finally:
         gone.cancel()
         if not watch.done():
-            # The client left: free its slot now rather than at the end of its budget.
+            # The client left: free its slot now rather than at the end of its budget, and
+            # let the cancellation land before looking at the task (`cancel()` only asks).
             watch.cancel()
+            await asyncio.wait({watch})
     if watch.cancelled():
+        # Hanging up on a long-poll is what clients do; nobody reads this answer.
+        logger.debug("%s long-poll for %s: the client hung up", mode, owner)
         return {"count": 0, "matched": 0, "items": [], "next": None, "cursor": None}
     return watch.result()
 
