@@ -49,6 +49,7 @@ def follow_options(settings: HubCoreSettings) -> FollowOptions:
         limit=settings.follow_limit,
         wait_s=settings.follow_wait_s,
         snapshot_page_size=settings.snapshot_page_size,
+        max_lag_s=settings.max_lag_s,
     )
 
 
