@@ -11,8 +11,10 @@ from fastapi import FastAPI
 
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
-from agenthub.statehub import migrate, source
+from agenthub.httperrors import ErrorBoundary
+from agenthub.statehub import idempotency, migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
+from agenthub.statehub.api.idempotency import IdempotencyKeys
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.instance import stored_instance_label
@@ -21,6 +23,8 @@ from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake, listen, poll
+
+IDEMPOTENCY_SWEEP_S = 600
 
 
 async def _wake_source(
@@ -42,6 +46,13 @@ async def _reap(paged: PagedSnapshots) -> None:
         await asyncio.to_thread(paged.reap)
 
 
+async def _sweep_idempotency(db: Database, clock: Clock) -> None:
+    """Forget `Idempotency-Key` records past their 24 h."""
+    while True:
+        await asyncio.to_thread(idempotency.sweep, db.engine, clock.now())
+        await asyncio.sleep(IDEMPOTENCY_SWEEP_S)
+
+
 def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> FastAPI:
     clock = clock or SystemClock()
 
@@ -53,6 +64,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             if settings.auto_migrate:
                 migrate.upgrade(engine)
             db = Database(engine)
+            db.before_write.append(idempotency.claim_in_transaction)
             app.state.db = db
             app.state.instance_label = settings.instance_label or stored_instance_label(db)
             source.prepare(db, settings.revision_mode)
@@ -67,6 +79,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.wake = wake
             tasks.append(asyncio.create_task(_wake_source(settings, db, app.state.feed, wake)))
             tasks.append(asyncio.create_task(_reap(app.state.paged_snapshots)))
+            tasks.append(asyncio.create_task(_sweep_idempotency(db, clock)))
             yield
         finally:
             for task in tasks:
@@ -79,6 +92,9 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
 
     app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)
     errors.install(app)
+    app.add_middleware(IdempotencyKeys, engine=lambda: app.state.db.engine, clock=clock)
+    # Outermost, so a retried request passes the idempotency check again.
+    app.add_middleware(ErrorBoundary, render=errors.unexpected, retry=errors.retry_safe)
     app.include_router(health.router)
     # The feed's fixed paths must match before `/messages/{id}`.
     app.include_router(feed.router)
