@@ -90,7 +90,9 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 app.state.paged_snapshots.close_all()
             engine.dispose()
 
-    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="agenthub State Hub", version="1", lifespan=lifespan, responses=errors.COMMON
+    )
     errors.install(app)
     app.add_middleware(IdempotencyKeys, engine=lambda: app.state.db.engine, clock=clock)
     # Outermost, so a retried request passes the idempotency check again.

@@ -35,6 +35,7 @@ from agenthub.statehub.errors import (
     ResnapshotGone,
     StateHubError,
 )
+from agenthub.statehub.schemas import Problem
 
 STATUS: StatusTable[StateHubError] = {
     StateHubError: 500,
@@ -66,6 +67,25 @@ def render(exc: StateHubError, status: int) -> JSONResponse:
     headers = {"Cache-Control": "no-store"} if isinstance(exc, FeedError) else None
     return JSONResponse(error_body(exc), status_code=status, headers=headers)
 
+
+_DESCRIPTIONS = {
+    400: "Malformed cursor",
+    404: "No message with this id",
+    409: "Resnapshot required, or an Idempotency-Key reused for another request",
+    410: "Cursor past the retention horizon: resnapshot required",
+    422: "The request's shape or values are invalid",
+    500: "Internal error",
+    503: "Database briefly unavailable: retry after Retry-After seconds",
+}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` for these error statuses, each with the error body."""
+    return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in statuses}
+
+
+# Any route can meet these.
+COMMON = documented(422, 500, 503)
 
 # Methods whose repeat changes nothing more than the first run did.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
