@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -23,6 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agenthub.db import Transience, transience
 from agenthub.errors import AgentHubError
 
 E = TypeVar("E", bound=AgentHubError)
@@ -91,6 +93,53 @@ def allowed_methods(request: Request) -> str:
         )
     ]
     return ", ".join(allowed)
+
+
+# Methods whose repeat changes nothing more than the first run did.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
+RETRY_AFTER_S = 1
+
+
+def retry_safe(scope: Scope, exc: Exception) -> bool:
+    """Run a request again after a passing database failure when that cannot apply it
+    twice: nothing was applied, or the method is idempotent. A POST whose COMMIT was
+    lost is answered 503 instead; its client retries with its `Idempotency-Key`."""
+    kind = transience(exc)
+    if kind is Transience.NOT_APPLIED:
+        return True
+    return kind is Transience.OUTCOME_UNKNOWN and scope["method"] in IDEMPOTENT_METHODS
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What to tell a client about an exception no handler took."""
+
+    status: int
+    code: str
+    message: str
+    hint: str
+    headers: dict[str, str]
+
+
+def failure(exc: Exception) -> Failure:
+    """A passing database failure is a 503 with `Retry-After`; anything else a 500."""
+    kind = transience(exc)
+    if kind is None:
+        return Failure(
+            500,
+            "internal_error",
+            "internal error",
+            "the failure is logged on the server; report it if it persists",
+            {},
+        )
+    applied = "was not" if kind is Transience.NOT_APPLIED else "may have been"
+    return Failure(
+        503,
+        "database_unavailable",
+        f"the database is unavailable for a moment; the request {applied} applied",
+        f"retry after {RETRY_AFTER_S} s; resend a POST with the same Idempotency-Key",
+        {"Retry-After": str(RETRY_AFTER_S), "Cache-Control": "no-store"},
+    )
 
 
 Render = Callable[[Exception], Response]

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
-from agenthub.httperrors import ErrorBoundary
+from agenthub.httperrors import ErrorBoundary, retry_safe
 from agenthub.statehub import idempotency, migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
 from agenthub.statehub.api.idempotency import IdempotencyKeys
@@ -96,7 +96,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
     errors.install(app)
     app.add_middleware(IdempotencyKeys, engine=lambda: app.state.db.engine, clock=clock)
     # Outermost, so a retried request passes the idempotency check again.
-    app.add_middleware(ErrorBoundary, render=errors.unexpected, retry=errors.retry_safe)
+    app.add_middleware(ErrorBoundary, render=errors.unexpected, retry=retry_safe)
     app.include_router(health.router)
     # The feed's fixed paths must match before `/messages/{id}`.
     app.include_router(feed.router)

@@ -16,12 +16,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
-from starlette.types import Scope
 
-from agenthub.db import Transience, transience
 from agenthub.httperrors import (
     StatusTable,
     allowed_methods,
+    failure,
     install_error_handlers,
     json_safe,
     status_for,
@@ -87,44 +86,14 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 # Any route can meet these.
 COMMON = documented(422, 500, 503)
 
-# Methods whose repeat changes nothing more than the first run did.
-IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
-RETRY_AFTER_S = 1
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
-
-
-def retry_safe(scope: Scope, exc: Exception) -> bool:
-    """Run a request again after a passing database failure when that cannot apply it
-    twice: nothing was applied, or the method is idempotent. A POST whose COMMIT was
-    lost is answered 503 instead; its client retries with its `Idempotency-Key`."""
-    kind = transience(exc)
-    if kind is Transience.NOT_APPLIED:
-        return True
-    return kind is Transience.OUTCOME_UNKNOWN and scope["method"] in IDEMPOTENT_METHODS
 
 
 def unexpected(exc: Exception) -> Response:
     """The answer to an exception no handler took."""
-    kind = transience(exc)
-    if kind is None:
-        return JSONResponse(
-            {
-                "detail": "internal error",
-                "code": "internal_error",
-                "hint": "the failure is logged on the server; report it if it persists",
-            },
-            status_code=500,
-        )
-    applied = "was not" if kind is Transience.NOT_APPLIED else "may have been"
-    return JSONResponse(
-        {
-            "detail": f"the database is unavailable for a moment; the request {applied} applied",
-            "code": "database_unavailable",
-            "hint": f"retry after {RETRY_AFTER_S} s; resend a POST with the same Idempotency-Key",
-        },
-        status_code=503,
-        headers={"Retry-After": str(RETRY_AFTER_S), "Cache-Control": "no-store"},
-    )
+    failed = failure(exc)
+    body = {"detail": failed.message, "code": failed.code, "hint": failed.hint}
+    return JSONResponse(body, status_code=failed.status, headers=failed.headers)
 
 
 async def _validation(_request: Request, exc: Exception) -> JSONResponse:
