@@ -4,11 +4,13 @@ budget of generated requests; any server error or answer outside the schema is c
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
+from schemathesis.core.result import Err
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -35,6 +37,9 @@ def fuzz(
     failures: list[str] = []
     skipped = set(skip)
     for result in schema.get_all_operations():
+        if isinstance(result, Err):
+            failures.append(f"schema: {result.err()}")
+            continue
         operation = result.ok()
         if operation.label in skipped:
             continue
@@ -48,12 +53,11 @@ def fuzz(
             phases=[Phase.explicit, Phase.generate],
             suppress_health_check=list(HealthCheck),
         )
-        def run(case: schemathesis.Case) -> None:
+        def run(case: schemathesis.Case[Any]) -> None:
             try:
                 case.call_and_validate(base_url=base_url, headers=headers, checks=CHECKS)
             except (Exception, FailureGroup) as exc:  # collect: one report for all operations
-                failures.append(f"{operation.label}: {type(exc).__name__}: {str(exc)[:400]}")
+                failures.append(f"{case.operation.label}: {type(exc).__name__}: {str(exc)[:400]}")
 
         run()
     return failures
-
