@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.limiter import CompoundLimiter, RateLimiter
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import BucketSyncSettings, load_settings
 from agenthub.bucketsync.storage.local import LocalBucketStore
@@ -130,3 +131,9 @@ def message(body: str, **frontmatter: Any) -> str:
         return body
     lines = "".join(f"{key}: {value}\n" for key, value in frontmatter.items())
     return f"---\n{lines}---\n{body}"
+
+
+def in_process_limiter(limiter: RateLimiter) -> CompoundLimiter:
+    """The in-process limiter behind a Hub's limiter port, for tests that read its tokens."""
+    assert isinstance(limiter, CompoundLimiter)
+    return limiter

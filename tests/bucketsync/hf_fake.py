@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2  # huggingface_hub 2.x raises its errors with httpx2 responses
 from huggingface_hub._buckets import BucketFile, BucketFolder, BucketInfo
 from huggingface_hub.errors import (
     BucketBatchError,
@@ -24,8 +24,8 @@ from huggingface_hub.errors import (
 from huggingface_hub.hf_api import User
 
 
-def _response(status: int, url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.Response(status, headers=headers or {}, request=httpx.Request("GET", url))
+def _response(status: int, url: str, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(status, headers=headers or {}, request=httpx2.Request("GET", url))
 
 
 def xet_hash(data: bytes) -> str:
@@ -71,7 +71,8 @@ class FakeHub:
     def bucket_info(self, bucket_id: str, *, token: Any = None) -> BucketInfo:
         self.calls.append(("bucket_info", bucket_id))
         bucket = self._bucket(bucket_id)
-        return BucketInfo(
+        # huggingface_hub's models take untyped **kwargs (the Hub's JSON keys).
+        return BucketInfo(  # type: ignore[no-untyped-call]
             id=bucket_id,
             private=bucket["private"],
             createdAt="2026-01-01T00:00:00.000Z",
@@ -117,11 +118,13 @@ class FakeHub:
                     folder = path[: len(path) - len(rest)] + rest.split("/", 1)[0]
                     if folder not in folders:
                         folders.add(folder)
-                        items.append(BucketFolder(type="directory", path=folder))
+                        items.append(BucketFolder(type="directory", path=folder))  # type: ignore[no-untyped-call]
                     continue
                 data = bucket["files"][path]
                 items.append(
-                    BucketFile(type="file", path=path, size=len(data), xetHash=xet_hash(data))
+                    BucketFile(  # type: ignore[no-untyped-call]
+                        type="file", path=path, size=len(data), xetHash=xet_hash(data)
+                    )
                 )
             for page_number, start in enumerate(range(0, len(items), self.page_size)):
                 if (

@@ -87,3 +87,13 @@ def build_live_world(tmp_path: Path, clock: FrozenClock, **overrides: Any) -> It
 @pytest.fixture
 def live(tmp_path: Path, clock: FrozenClock) -> Iterator[LiveWorld]:
     yield from build_live_world(tmp_path, clock)
+
+
+def sleepers_at_least(world: LiveWorld, count: int) -> Callable[[], bool]:
+    """A `wait_for` condition: at least `count` requests sleep on the world's timer."""
+    return lambda: world.timer.sleepers >= count
+
+
+def degradations_reach(world: LiveWorld, count: int) -> Callable[[], bool]:
+    """A `wait_for` condition: the registry has degraded `count` requests."""
+    return lambda: world.registry.counters.degradations == count

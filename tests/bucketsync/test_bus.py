@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.cli import app as cli_app
 from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.storage.base import FileEntry
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
@@ -207,7 +208,7 @@ def test_bs_13_33_an_invalidation_during_a_listing_is_not_lost(tmp_path: Path) -
     listing_started, release = threading.Event(), threading.Event()
     original = store.list
 
-    def slow_list(bucket: str, prefix: str, recursive: bool = False) -> Any:
+    def slow_list(bucket: str, prefix: str = "", *, recursive: bool = False) -> list[FileEntry]:
         listed = original(bucket, prefix, recursive=recursive)
         listing_started.set()
         release.wait(5)
@@ -254,7 +255,7 @@ def test_bs_13_33_readers_during_a_post_invalidation_relisting_never_get_the_old
     listing, release = threading.Event(), threading.Event()
     original = store.list
 
-    def slow_list(bucket: str, prefix: str, recursive: bool = False) -> Any:
+    def slow_list(bucket: str, prefix: str = "", *, recursive: bool = False) -> list[FileEntry]:
         listed = original(bucket, prefix, recursive=recursive)
         listing.set()
         release.wait(5)

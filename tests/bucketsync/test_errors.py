@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.storage.base import FileEntry
 from tests.bucketsync.conftest import World
 
 JSON = {"Content-Type": "application/json"}
@@ -143,8 +144,8 @@ class BrokenStore:
 def test_bs_6_12_storage_failure_is_a_retryable_503_never_a_false_404(world: World) -> None:
     world.agent("agent-1")
     broken = BrokenStore(world.hub.store)
-    world.hub.store = broken  # type: ignore[assignment]
-    world.hub.read_model._store = broken  # type: ignore[assignment]
+    world.hub.store = broken
+    world.hub.read_model._store = broken
     world.hub.clock.advance(world.hub.settings.listing_ttl_s + 1)  # type: ignore[attr-defined]
     broken.broken = True
     for response in (
@@ -159,10 +160,10 @@ def test_bs_6_12_storage_failure_is_a_retryable_503_never_a_false_404(world: Wor
 
 
 def test_bs_6_1_unexpected_failures_use_the_uniform_body(world: World) -> None:
-    def explode(*_args: Any, **_kwargs: Any) -> None:
+    def explode(_folder: str) -> dict[str, FileEntry]:
         raise RuntimeError("a bug")
 
-    world.hub.read_model.entries = explode  # type: ignore[method-assign]
+    world.hub.read_model.entries = explode  # type: ignore[method-assign, assignment]
     client = TestClient(world.client.app, raise_server_exceptions=False)
     response = client.get("/v1/messages")
     error = error_of(response, 500, "INTERNAL")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.bucketsync.conftest import World, message
+from agenthub.bucketsync.core.limiter import Rate
+from tests.bucketsync.conftest import World, in_process_limiter, message
 
 
 @pytest.fixture
@@ -170,9 +173,8 @@ def test_bs_4_15_bs_7_35_digest_shape_and_since(world: World, board: list[str]) 
 
 def test_bs_7_35_recent_messages_are_capped_at_20(world: World) -> None:
     world.agent("agent-1")
-    world.hub.limiters.raw_messages._rates = [  # room for 25 posts
-        type(r)(100, r.period_s) for r in world.hub.limiters.raw_messages._rates
-    ]
+    limiter = in_process_limiter(world.hub.limiters.raw_messages)
+    limiter._rates = [Rate(100, rate.period_s) for rate in limiter._rates]  # room for 25 posts
     for index in range(25):
         world.raw("agent-1", f"m{index}")
     digest = world.client.get("/v1/digest").json()
@@ -195,7 +197,12 @@ def test_bs_7_37_digest_reads_only_the_read_model(world: World, board: list[str]
     before = (store.list_calls, store.read_many_calls)  # type: ignore[attr-defined]
     calls: list[str] = []
     original_read = store.read
-    store.read = lambda *a, **k: calls.append("read") or original_read(*a, **k)  # type: ignore[method-assign]
+
+    def counted_read(*args: Any, **kwargs: Any) -> bytes | None:
+        calls.append("read")
+        return original_read(*args, **kwargs)
+
+    store.read = counted_read  # type: ignore[method-assign]
     world.client.get("/v1/digest?as=agent-1")
     assert (store.list_calls, store.read_many_calls) == before  # type: ignore[attr-defined]
     assert calls == []

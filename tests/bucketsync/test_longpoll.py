@@ -14,7 +14,14 @@ import pytest
 from agenthub.bucketsync.core.longpoll import LongPoll, ManualTimer, WaiterRegistry
 from agenthub.bucketsync.core.notify import wake_keys
 from agenthub.clock import FrozenClock
-from tests.bucketsync.live_support import LiveWorld, build_live_world, live, wait_for
+from tests.bucketsync.live_support import (
+    LiveWorld,
+    build_live_world,
+    degradations_reach,
+    live,
+    sleepers_at_least,
+    wait_for,
+)
 
 __all__ = ["live"]
 
@@ -223,10 +230,10 @@ def test_bs_13_12_over_the_total_cap_requests_are_held_then_degraded(
         world.agent("agent-2")
         holder = world.park("/v1/inbox/agent-1?wait=50")
         shed = world.pool.submit(world.client.get, "/v1/inbox/agent-2?wait=50")
-        wait_for(lambda w=world: w.registry.counters.degradations == 1)
-        wait_for(lambda w=world: w.timer.sleepers >= 2)
+        wait_for(degradations_reach(world, 1))
+        wait_for(sleepers_at_least(world, 2))
         world.timer.advance(4.9)  # the hold is at least 5 s
-        wait_for(lambda w=world: w.timer.sleepers >= 2)
+        wait_for(sleepers_at_least(world, 2))
         assert not shed.done()
         world.timer.advance(10.2)  # and at most 15 s
         page = shed.result(timeout=5).json()
@@ -269,7 +276,7 @@ def test_bs_13_14_a_spread_wake_answers_after_its_delay(tmp_path: Path, clock: F
         world.agent("agent-2")
         parked = world.park("/v1/inbox/agent-2?wait=30")
         world.raw("agent-1", "hey @agent-2")
-        wait_for(lambda w=world: w.timer.sleepers >= 1)
+        wait_for(sleepers_at_least(world, 1))
         assert not parked.done()
         world.timer.advance(8)
         assert parked.result(timeout=5).json()["watch"]["status"] == "delivered"
@@ -323,7 +330,8 @@ def test_bs_13_29_digest_watching_block_reports_presence(pair: LiveWorld) -> Non
     pair.timer.advance(30)
     parked.result(timeout=5)
     watching = pair.client.get("/v1/digest?as=agent-2").json()["watching"]
-    assert watching == {"last_poll_age_s": 30.0, "mode": "inbox"}
+    assert watching == {"last_poll_age_s": 30, "mode": "parked", "stream": "inbox"}
+    assert isinstance(watching["last_poll_age_s"], int)
     pair.timer.advance(241)
     assert pair.client.get("/v1/digest?as=agent-2").json()["watching"] is None
 
@@ -333,7 +341,7 @@ def test_bs_13_31_watching_lists_every_handle_with_counters(pair: LiveWorld) -> 
     body = pair.client.get("/v1/watching").json()
     assert body["max_wait_s"] == 55.0 and body["fresh_s"] == 240.0
     assert body["watching"] == {
-        "agent-2": {"last_poll_age_s": 0.0, "mode": "updates", "waiters": 1}
+        "agent-2": {"last_poll_age_s": 0, "mode": "parked", "stream": "updates", "waiters": 1}
     }
     assert body["longpoll"]["waiters"] == 1
     pair.timer.advance(30)

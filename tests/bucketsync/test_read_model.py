@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.storage.base import Batch
@@ -114,8 +115,8 @@ def test_bs_7_6_write_through_is_exact_regardless_of_ttl(world: World) -> None:
 
 
 def test_bs_7_6_overlay_survives_a_listing_that_started_before_the_write(
-    tmp_path,
-    clock: FrozenClock,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    clock: FrozenClock,
 ) -> None:
     store = seeded(tmp_path, clock, {})
     model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)

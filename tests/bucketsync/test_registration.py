@@ -38,7 +38,8 @@ def test_bs_1_11_bs_3_2_registration_file_is_server_stamped(world: World) -> Non
         "hf_user: alice",
         f"agent_bucket: {ORG}/{SLUG}-agent-1",
         "joined: '2026-03-01T12:00:00.000Z'",
-        "model: gpt-x",
+        "agent_model: gpt-x",
+        "agent_harness: codex",
     ):
         assert line in text
 

@@ -35,12 +35,12 @@ def manifest(**overrides: Any) -> str:
 
 
 def share(world: World, agent: str, text: str | None = None, *, share: str | None = None,
-          session: str = SESSION, log: bytes | None = None) -> Any:  # fmt: skip
+          session: str = SESSION, log: bytes | None = None, slash: str = "/") -> Any:  # fmt: skip
     if text is not None:
         assert world.put(agent, f"traces/{session}/manifest.md", text).status_code == 201
     if log is not None:
         assert world.put(agent, f"traces/{session}/{LOG}", log).status_code == 201
-    body: dict[str, Any] = {"source": world.uri(agent, f"traces/{session}/")}
+    body: dict[str, Any] = {"source": world.uri(agent, f"traces/{session}{slash}")}
     if share is not None:
         body["share"] = share
     return world.client.post("/v1/traces", json=body)
@@ -51,7 +51,9 @@ def test_bs_10_1_bs_1_23_stats_share_is_tokenless_and_defaults_to_stats(world: W
     response = share(world, "agent-1", manifest())
     assert response.status_code == 201, response.text
     assert response.json()["share"] == "stats"
-    assert response.json()["path"] == f"traces/agent-1/{SESSION}/manifest.md"
+    assert response.json()["path"] == f"traces/agent-1/{SESSION}/"
+    assert response.json()["manifest_path"] == f"traces/agent-1/{SESSION}/manifest.md"
+    assert (response.json()["files_copied"], response.json()["bytes_copied"]) == (0, 0)
 
 
 def test_bs_10_1_unregistered_agent_is_refused(world: World) -> None:
@@ -66,13 +68,24 @@ def test_bs_10_1_unregistered_agent_is_refused(world: World) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [f"traces/{SESSION}", f"traces/{SESSION}/manifest.md", "notes/x/", f"traces/{SESSION}/deeper/"],
+    # `traces/<session>` without the slash is the same folder (agent-collabs' form, issue 15)
+    [f"traces/{SESSION}/manifest.md", "notes/x/", f"traces/{SESSION}/deeper/", "traces/"],
 )
 def test_bs_10_2_source_must_be_exactly_a_traces_session_folder(world: World, path: str) -> None:
     world.agent("agent-1")
     response = world.client.post("/v1/traces", json={"source": world.uri("agent-1", path)})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "INVALID_PATH"
+
+
+def test_both_source_forms_promote_the_same_record(world: World) -> None:
+    world.agent("agent-1")
+    with_slash = share(world, "agent-1", manifest())
+    without = share(world, "agent-1", manifest(tool_calls=5), slash="")
+    assert (with_slash.status_code, without.status_code) == (201, 201)
+    assert with_slash.json()["path"] == without.json()["path"] == f"traces/agent-1/{SESSION}/"
+    listed = world.client.get("/v1/traces?expand=true").json()
+    assert listed["count"] == 1 and listed["items"][0]["tool_calls"] == 5
 
 
 def test_bs_10_3_manifest_required_and_session_id_must_match(world: World) -> None:
@@ -144,15 +157,23 @@ def test_bs_10_6_full_share_copies_only_the_declared_log(world: World) -> None:
     assert copied == b'{"type":"user"}\n'
 
 
-@pytest.mark.parametrize("declared", [None, "manifest.md", "../x.jsonl", "absent.jsonl"])
+@pytest.mark.parametrize(
+    ("declared", "code"),
+    [
+        (None, "INVALID_FRONTMATTER"),  # the manifest lacks the field, as agent-collabs says
+        ("manifest.md", "INVALID_PATH"),
+        ("../x.jsonl", "INVALID_PATH"),
+        ("absent.jsonl", "INVALID_PATH"),
+    ],
+)
 def test_bs_10_6_full_share_needs_a_declared_present_log(
-    world: World, declared: str | None
+    world: World, declared: str | None, code: str
 ) -> None:
     world.agent("agent-1")
     text = manifest(native_log_file=declared) if declared else manifest()
     response = share(world, "agent-1", text, share="full")
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "INVALID_PATH"
+    assert response.json()["error"]["code"] == code
 
 
 def test_bs_10_7_full_share_over_the_size_cap_is_413(world: World) -> None:
@@ -172,7 +193,7 @@ def test_bs_10_8_records_are_updatable_and_stats_never_downgrades_full(world: Wo
     assert again.json()["share"] == "full"
     trace = world.client.get(f"/v1/traces/agent-1/{SESSION}").json()
     assert trace["frontmatter"]["tool_calls"] == 9
-    assert trace["log_files"] == [LOG]
+    assert trace["log_files"] == [f"traces/agent-1/{SESSION}/{LOG}"]
     assert world.client.get("/v1/traces").json()["count"] == 1
 
 
@@ -237,22 +258,33 @@ def test_bs_10_12_stats_are_a_reported_floor(world: World) -> None:
 
     assert body["sessions"] == 3
     assert body["sessions_missing_tokens"] == 1
-    assert body["tokens"] == {
+    assert body["tokens_reported"] == {
         "input": 112,
         "output": 66,
         "cache_read": 15000,
         "cache_creation": 800,
     }
+    assert body["tokens"] == {
+        "total": 15978,
+        "input": 112,
+        "output": 66,
+        "cache_read": 15000,
+        "cache_creation": 800,
+        "reasoning": 0,
+    }
+    assert (body["sessions_counted"], body["agents_reporting"]) == (2, 1)
     assert body["tool_calls"] == 4
     assert body["cost_usd"] == 0.5
 
 
 def test_bs_10_13_digest_stats_line_appears_after_the_first_trace(world: World) -> None:
     world.agent("agent-1")
-    assert "stats" not in world.client.get("/v1/digest").json()
+    before = world.client.get("/v1/digest").json()
+    assert before["stats"] is None and before["stats_line"] is None
     share(world, "agent-1", manifest())
-    line = world.client.get("/v1/digest").json()["stats"]
-    assert line.startswith("1 sessions shared, 15,873 tokens reported")
+    after = world.client.get("/v1/digest").json()
+    assert after["stats_line"].startswith("1 sessions shared, 15,873 tokens reported")
+    assert after["stats"] == {"total_tokens": 15873, "sessions_counted": 1, "agents_reporting": 1}
 
 
 def test_bs_10_14_the_client_is_served_byte_for_byte(world: World) -> None:
@@ -281,4 +313,4 @@ def test_share_trace_client_round_trip_over_http(world: World, tmp_path: Path) -
     trace = world.client.get(f"/v1/traces/agent-1/{SESSION}").json()
     assert trace["frontmatter"]["tokens"]["output"] == 4
     assert trace["frontmatter"]["completeness"] == "full"
-    assert trace["log_files"] == [f"{SESSION}.jsonl"]
+    assert trace["log_files"] == [f"traces/agent-1/{SESSION}/{SESSION}.jsonl"]

@@ -10,12 +10,25 @@ from agenthub.clock import FrozenClock
 READER = "state-hub"
 
 
+class Response(Protocol):
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    def json(self, **kwargs: Any) -> Any: ...
+
+
 class HttpClient(Protocol):
-    def post(self, url: str, **kwargs: Any) -> Any: ...
-    def patch(self, url: str, **kwargs: Any) -> Any: ...
+    """What `populate` needs of a client. Structural, because Starlette's TestClient is built
+    on `httpx2` when that is installed, so it is not always an `httpx.Client`."""
+
+    def post(
+        self, url: str, *, json: Any = ..., params: dict[str, str] | None = ...
+    ) -> Response: ...
+    def patch(self, url: str, *, params: dict[str, str] | None = ...) -> Response: ...
 
 
-def _ok(response: Any) -> dict[str, Any]:
+def _ok(response: Response) -> dict[str, Any]:
     assert response.status_code in (200, 201), response.text
     body: dict[str, Any] = response.json()
     return body

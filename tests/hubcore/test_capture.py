@@ -78,7 +78,10 @@ def statehub_before_feed(hubcore_url: str, tmp_path: Path) -> Iterator[str]:
     try:
         statehub_migrate.upgrade(engine, "0001_inbox_tables")
         root, reply, broadcast = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-        uid = (lambda u: u) if engine.dialect.name == "postgresql" else (lambda u: u.hex)
+
+        def uid(u: uuid.UUID) -> uuid.UUID | str:
+            return u if engine.dialect.name == "postgresql" else u.hex
+
         now = FrozenClock().now()
         with engine.begin() as conn:
             for mid, to, thread in (
@@ -133,7 +136,7 @@ def test_capture_keeps_each_rows_source_revision(
             str(uuid.UUID(str(mid))): rev
             for mid, rev in conn.execute(text("SELECT id, revision FROM agent_messages"))
         }
-        high = max(
+        high: int = max(
             conn.execute(text("SELECT max(revision) FROM agent_messages")).scalar_one(),
             conn.execute(text("SELECT max(revision) FROM message_receipts")).scalar_one(),
         )

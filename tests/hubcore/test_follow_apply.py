@@ -19,7 +19,18 @@ from agenthub.hubcore.models import (
 )
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import ts, uid
-from tests.hubcore.feedpages import cursor_of, m, messages, page, r, r_del, start_cursor, t
+from tests.hubcore.feedpages import (
+    EPOCH,
+    SOURCE,
+    cursor_of,
+    m,
+    messages,
+    page,
+    r,
+    r_del,
+    start_cursor,
+    t,
+)
 
 
 @pytest.fixture
@@ -192,13 +203,13 @@ def test_a_replayed_old_page_is_a_no_op_despite_its_older_high_water(
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "code"),
-    [({"source": "hub-b"}, "source_mismatch"), ({"epoch": "epoch-2"}, "epoch_changed")],
+    ("source", "epoch", "code"),
+    [("hub-b", EPOCH, "source_mismatch"), (SOURCE, "epoch-2", "epoch_changed")],
 )
 def test_a_page_from_another_instance_or_epoch_is_refused(
-    applier: PageApplier, kwargs: dict[str, str], code: str
+    applier: PageApplier, source: str, epoch: str, code: str
 ) -> None:
-    assert refused(applier, page(m(1, 1), **kwargs)).code == code
+    assert refused(applier, page(m(1, 1), source=source, epoch=epoch)).code == code
 
 
 def test_a_malformed_page_is_refused(applier: PageApplier) -> None:

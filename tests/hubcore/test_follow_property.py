@@ -9,6 +9,7 @@ Runs `AGENTHUB_FOLLOW_EXAMPLES` examples per database (default 100); locally, e.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from typing import Any
@@ -237,10 +238,15 @@ class World:
         if cursor is None or cursor.source_epoch == "some-older-epoch":
             return
         source = InProcessFeedSource(self.feed, self.paged)
-        ask = {"limit": n, "wait": 0, "source_instance": cursor.source_instance,
-               "source_epoch": cursor.source_epoch}  # fmt: skip
-        first = await source.page(cursor.cursor, **ask)
-        second = await source.page(first["next_cursor"], **ask)
+        ask = functools.partial(
+            source.page,
+            limit=n,
+            wait=0,
+            source_instance=cursor.source_instance,
+            source_epoch=cursor.source_epoch,
+        )
+        first = await ask(cursor.cursor)
+        second = await ask(first["next_cursor"])
         self.history += [(first, cursor.cursor), (second, first["next_cursor"])]
         applier = self.follower(n).applier
         if first["changes"]:

@@ -296,7 +296,7 @@ def test_a_committed_import_leaves_the_planner_fresh_statistics(hubcore_db: Data
             ).first()
             assert analyzed is not None
         else:
-            tuples = session.execute(
+            tuples: float = session.execute(
                 text("SELECT reltuples FROM pg_class WHERE relname = 'projected_messages'")
             ).scalar_one()
             assert tuples == 6

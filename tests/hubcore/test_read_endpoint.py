@@ -142,7 +142,7 @@ def test_from_agent_is_an_exact_match(client: TestClient) -> None:
 
 
 def test_limit_keeps_the_newest(client: TestClient) -> None:
-    params = {"to_agent": "state-hub", "limit": 1}
+    params: dict[str, str | int] = {"to_agent": "state-hub", "limit": 1}
     assert ids(client.get(PATH, params=params, headers=AUTH)) == [uid(7)]
 
 

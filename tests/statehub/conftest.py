@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from fastapi.testclient import TestClient
@@ -70,13 +70,22 @@ def client(settings: StateHubSettings, clock: FrozenClock) -> Iterator[TestClien
 Message = dict[str, Any]
 
 
+class Send(Protocol):
+    """The `send` fixture: POST /messages/ with the given fields over the defaults."""
+
+    def __call__(self, **fields: Any) -> Message: ...
+
+
+AddAlias = Callable[[str, str], None]
+
+
 def parse_ts(value: str | None) -> datetime | None:
     """A timestamp from a response body, as an aware datetime (None stays None)."""
     return None if value is None else datetime.fromisoformat(value)
 
 
 @pytest.fixture
-def send(client: TestClient) -> Callable[..., Message]:
+def send(client: TestClient) -> Send:
     """POST /messages/ with sensible defaults (alice → bob); fails the test unless 201."""
 
     def _send(**fields: Any) -> Message:
@@ -91,7 +100,7 @@ def send(client: TestClient) -> Callable[..., Message]:
 
 
 @pytest.fixture
-def add_alias(engine: Engine) -> Callable[[str, str], None]:
+def add_alias(engine: Engine) -> AddAlias:
     """Insert an identity alias the way an operator does: by SQL."""
 
     def _add(alias: str, canonical: str) -> None:

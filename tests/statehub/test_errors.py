@@ -15,13 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
+from tests.statehub.conftest import Send
+
 MISSING = str(uuid.uuid4())
 
 
 def count_rows(engine: Engine) -> tuple[int, int]:
     with engine.connect() as conn:
-        messages = conn.execute(text("select count(*) from agent_messages")).scalar_one()
-        receipts = conn.execute(text("select count(*) from message_receipts")).scalar_one()
+        messages: int = conn.execute(text("select count(*) from agent_messages")).scalar_one()
+        receipts: int = conn.execute(text("select count(*) from message_receipts")).scalar_one()
     return messages, receipts
 
 
@@ -130,7 +132,7 @@ def test_valid_slugs_are_accepted(client: TestClient, slug: str) -> None:
 
 
 def test_invalid_reader_slug_is_422_and_writes_nothing(
-    client: TestClient, send, engine: Engine
+    client: TestClient, send: Send, engine: Engine
 ) -> None:
     broadcast = send(to_agent="*")
 
@@ -143,7 +145,7 @@ def test_invalid_reader_slug_is_422_and_writes_nothing(
 
 
 def test_invalid_ack_agent_is_422_and_writes_nothing(
-    client: TestClient, send, engine: Engine
+    client: TestClient, send: Send, engine: Engine
 ) -> None:
     broadcast = send(to_agent="*")
 
@@ -153,14 +155,14 @@ def test_invalid_ack_agent_is_422_and_writes_nothing(
     assert count_rows(engine) == (1, 0)
 
 
-def test_ack_without_agent_is_422(client: TestClient, send) -> None:
+def test_ack_without_agent_is_422(client: TestClient, send: Send) -> None:
     broadcast = send(to_agent="*")
 
     assert client.post(f"/messages/{broadcast['id']}/ack").status_code == 422
 
 
 def test_invalid_reply_sender_is_422_and_writes_nothing(
-    client: TestClient, send, engine: Engine
+    client: TestClient, send: Send, engine: Engine
 ) -> None:
     original = send()
 
@@ -190,7 +192,7 @@ def test_list_without_to_or_from_agent_is_422_with_a_hint(client: TestClient) ->
 
 
 @pytest.mark.parametrize("limit", [0, 1001, -1, "many"])
-def test_list_limit_out_of_range_is_422(client: TestClient, limit: object) -> None:
+def test_list_limit_out_of_range_is_422(client: TestClient, limit: int | str) -> None:
     response = client.get("/messages/", params={"to_agent": "bob", "limit": limit})
 
     assert response.status_code == 422
@@ -216,7 +218,7 @@ def test_thread_id_naming_a_missing_root_is_422_and_writes_nothing(
 
 
 @pytest.mark.parametrize("path", ["/messages/{id}", "/messages/"])
-def test_delete_is_405_and_the_message_stays(client: TestClient, send, path: str) -> None:
+def test_delete_is_405_and_the_message_stays(client: TestClient, send: Send, path: str) -> None:
     message = send()
 
     response = client.delete(path.format(id=message["id"]))
@@ -235,7 +237,7 @@ def test_delete_is_405_and_the_message_stays(client: TestClient, send, path: str
         ("POST", "/state/health"),
     ],
 )
-def test_wrong_method_is_405(client: TestClient, send, method: str, path: str) -> None:
+def test_wrong_method_is_405(client: TestClient, send: Send, method: str, path: str) -> None:
     message = send()
 
     assert client.request(method, path.format(id=message["id"])).status_code == 405
@@ -262,7 +264,7 @@ def test_nul_character_in_text_is_422_on_every_database(
 
 @pytest.mark.parametrize("field", ["subject", "body"])
 def test_nul_character_in_a_reply_is_422_and_writes_nothing(
-    client: TestClient, send, engine: Engine, field: str
+    client: TestClient, send: Send, engine: Engine, field: str
 ) -> None:
     original = send()
 

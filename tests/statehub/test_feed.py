@@ -196,10 +196,10 @@ def test_delete_from_an_outside_session_still_writes_a_tombstone(
 
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        conn = sqlite3.connect(url.database or "")  # foreign_keys off, as in the shell
-        conn.execute("DELETE FROM agent_messages WHERE id = ?", (uuid.UUID(message["id"]).hex,))
-        conn.commit()
-        conn.close()
+        shell = sqlite3.connect(url.database or "")  # foreign_keys off, as in the shell
+        shell.execute("DELETE FROM agent_messages WHERE id = ?", (uuid.UUID(message["id"]).hex,))
+        shell.commit()
+        shell.close()
     else:
         with db.engine.connect() as conn:
             conn.execute(delete(AgentMessage).where(AgentMessage.id == uuid.UUID(message["id"])))

@@ -57,7 +57,7 @@ def test_instance_label_is_kept_in_the_database(empty_database_url: str) -> None
     engine = make_engine(empty_database_url)
     try:
         with engine.connect() as conn:
-            stored = conn.execute(
+            stored: str = conn.execute(
                 text("select value from statehub_meta where key = 'instance_label'")
             ).scalar_one()
     finally:

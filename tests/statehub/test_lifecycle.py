@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event, text
 
 from agenthub.clock import FrozenClock
-from tests.statehub.conftest import parse_ts
+from tests.statehub.conftest import AddAlias, Send, parse_ts
 
 
 def receipts(engine: Engine, message_id: str) -> list[dict[str, object]]:
@@ -29,7 +29,7 @@ def receipts(engine: Engine, message_id: str) -> list[dict[str, object]]:
 
 
 def test_read_without_reader_sets_the_global_read_at(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     message = send()
 
@@ -39,7 +39,9 @@ def test_read_without_reader_sets_the_global_read_at(
     assert parse_ts(response.json()["read_at"]) == clock.now()
 
 
-def test_read_again_keeps_the_first_read_at(client: TestClient, send, clock: FrozenClock) -> None:
+def test_read_again_keeps_the_first_read_at(
+    client: TestClient, send: Send, clock: FrozenClock
+) -> None:
     message = send()
     first = client.patch(f"/messages/{message['id']}/read").json()["read_at"]
     clock.advance(60)
@@ -50,7 +52,7 @@ def test_read_again_keeps_the_first_read_at(client: TestClient, send, clock: Fro
 
 
 def test_read_with_reader_on_a_direct_message_sets_the_global_read_at(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     message = send(to_agent="bob")
 
@@ -61,7 +63,7 @@ def test_read_with_reader_on_a_direct_message_sets_the_global_read_at(
 
 
 def test_read_with_reader_on_a_broadcast_upserts_that_readers_receipt(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
 
@@ -74,7 +76,9 @@ def test_read_with_reader_on_a_broadcast_upserts_that_readers_receipt(
     assert receipt["acknowledged_at"] is None
 
 
-def test_broadcast_read_by_one_reader_stays_unread_for_others(client: TestClient, send) -> None:
+def test_broadcast_read_by_one_reader_stays_unread_for_others(
+    client: TestClient, send: Send
+) -> None:
     broadcast = send(to_agent="*")
 
     client.patch(f"/messages/{broadcast['id']}/read", params={"reader": "bob"})
@@ -88,7 +92,7 @@ def test_broadcast_read_by_one_reader_stays_unread_for_others(client: TestClient
 
 
 def test_broadcast_receipt_read_at_is_first_write_wins(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
     client.patch(f"/messages/{broadcast['id']}/read", params={"reader": "bob"})
@@ -107,7 +111,7 @@ def test_broadcast_receipt_read_at_is_first_write_wins(
 
 
 def test_ack_creates_a_receipt_with_acknowledged_read_and_delivered(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
 
@@ -122,7 +126,7 @@ def test_ack_creates_a_receipt_with_acknowledged_read_and_delivered(
 
 
 def test_ack_twice_keeps_the_first_acknowledged_at_and_one_row(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
     first = client.post(f"/messages/{broadcast['id']}/ack", params={"agent": "bob"}).json()
@@ -135,7 +139,7 @@ def test_ack_twice_keeps_the_first_acknowledged_at_and_one_row(
 
 
 def test_ack_after_delivery_keeps_delivered_at_and_fills_the_rest(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
     client.get("/messages/", params={"to_agent": "bob", "unread_only": "true"})
@@ -149,7 +153,7 @@ def test_ack_after_delivery_keeps_delivered_at_and_fills_the_rest(
     assert parse_ts(ack["acknowledged_at"]) == clock.now()
 
 
-def test_ack_makes_the_broadcast_read_for_that_agent(client: TestClient, send) -> None:
+def test_ack_makes_the_broadcast_read_for_that_agent(client: TestClient, send: Send) -> None:
     broadcast = send(to_agent="*")
 
     client.post(f"/messages/{broadcast['id']}/ack", params={"agent": "bob"})
@@ -162,7 +166,7 @@ def test_ack_makes_the_broadcast_read_for_that_agent(client: TestClient, send) -
 
 
 def test_archive_sets_archived_at_and_stamps_read_at_on_a_direct_message(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     message = send(to_agent="bob")
 
@@ -173,7 +177,9 @@ def test_archive_sets_archived_at_and_stamps_read_at_on_a_direct_message(
     assert parse_ts(archived.json()["read_at"]) == clock.now()
 
 
-def test_archive_keeps_an_earlier_read_at(client: TestClient, send, clock: FrozenClock) -> None:
+def test_archive_keeps_an_earlier_read_at(
+    client: TestClient, send: Send, clock: FrozenClock
+) -> None:
     message = send(to_agent="bob")
     read_at = client.patch(f"/messages/{message['id']}/read").json()["read_at"]
     clock.advance(60)
@@ -184,7 +190,7 @@ def test_archive_keeps_an_earlier_read_at(client: TestClient, send, clock: Froze
     assert parse_ts(archived["archived_at"]) == clock.now()
 
 
-def test_archive_of_a_broadcast_does_not_mark_it_read(client: TestClient, send) -> None:
+def test_archive_of_a_broadcast_does_not_mark_it_read(client: TestClient, send: Send) -> None:
     broadcast = send(to_agent="*")
 
     archived = client.patch(f"/messages/{broadcast['id']}/archive").json()
@@ -193,7 +199,9 @@ def test_archive_of_a_broadcast_does_not_mark_it_read(client: TestClient, send) 
     assert archived["read_at"] is None
 
 
-def test_rearchiving_is_first_write_wins(client: TestClient, send, clock: FrozenClock) -> None:
+def test_rearchiving_is_first_write_wins(
+    client: TestClient, send: Send, clock: FrozenClock
+) -> None:
     message = send()
     first = client.patch(f"/messages/{message['id']}/archive").json()
     clock.advance(3600)
@@ -203,7 +211,9 @@ def test_rearchiving_is_first_write_wins(client: TestClient, send, clock: Frozen
     assert again == first
 
 
-def test_archived_messages_leave_the_inbox_but_stay_readable(client: TestClient, send) -> None:
+def test_archived_messages_leave_the_inbox_but_stay_readable(
+    client: TestClient, send: Send
+) -> None:
     kept = send(subject="kept")
     gone = send(subject="gone")
 
@@ -222,7 +232,7 @@ def test_archived_messages_leave_the_inbox_but_stay_readable(client: TestClient,
 
 
 def test_expired_message_is_hidden_from_reads_but_the_row_stays(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     message = send(expires_at=(clock.now() + timedelta(hours=1)).isoformat())
     assert len(client.get("/messages/", params={"to_agent": "bob"}).json()) == 1
@@ -235,7 +245,7 @@ def test_expired_message_is_hidden_from_reads_but_the_row_stays(
 
 
 def test_message_is_visible_until_just_before_expires_at(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     send(expires_at=(clock.now() + timedelta(hours=1)).isoformat())
 
@@ -245,7 +255,7 @@ def test_message_is_visible_until_just_before_expires_at(
 
 
 def test_news_disappears_from_the_inbox_after_30_days(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     send(to_agent="*", kind="news")
     clock.advance(timedelta(days=30).total_seconds() - 1)
@@ -260,7 +270,7 @@ def test_news_disappears_from_the_inbox_after_30_days(
 
 
 def test_inbox_read_by_canonical_slug_includes_messages_sent_to_an_alias(
-    client: TestClient, send, add_alias
+    client: TestClient, send: Send, add_alias: AddAlias
 ) -> None:
     add_alias("old-bob", "bob")
     message = send(to_agent="old-bob")
@@ -272,7 +282,7 @@ def test_inbox_read_by_canonical_slug_includes_messages_sent_to_an_alias(
 
 
 def test_inbox_read_by_alias_includes_messages_sent_to_the_canonical_slug_and_sibling_aliases(
-    client: TestClient, send, add_alias
+    client: TestClient, send: Send, add_alias: AddAlias
 ) -> None:
     add_alias("old-bob", "bob")
     add_alias("bob-v0", "bob")
@@ -285,7 +295,7 @@ def test_inbox_read_by_alias_includes_messages_sent_to_the_canonical_slug_and_si
 
 
 def test_sent_list_by_canonical_slug_includes_messages_from_an_alias(
-    client: TestClient, send, add_alias
+    client: TestClient, send: Send, add_alias: AddAlias
 ) -> None:
     add_alias("old-alice", "alice")
     message = send(from_agent="old-alice")
@@ -296,7 +306,7 @@ def test_sent_list_by_canonical_slug_includes_messages_from_an_alias(
 
 
 def test_receipts_are_kept_under_the_canonical_slug(
-    client: TestClient, send, add_alias, engine: Engine
+    client: TestClient, send: Send, add_alias: AddAlias, engine: Engine
 ) -> None:
     add_alias("old-bob", "bob")
     broadcast = send(to_agent="*")
@@ -327,7 +337,7 @@ def receipt_statements() -> Iterator[list[str]]:
 
 
 def test_every_receipt_write_is_one_on_conflict_coalesce_upsert(
-    client: TestClient, send, receipt_statements: list[str]
+    client: TestClient, send: Send, receipt_statements: list[str]
 ) -> None:
     broadcast = send(to_agent="*")
 

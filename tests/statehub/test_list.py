@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
 from agenthub.clock import FrozenClock
-from tests.statehub.conftest import parse_ts
+from tests.statehub.conftest import Send, parse_ts
 
 
 def ids(response: Any) -> list[str]:
@@ -23,7 +23,7 @@ def delivered(engine: Engine) -> dict[str, Any]:
     return {r.agent: r.delivered_at for r in rows}
 
 
-def test_inbox_is_newest_first(client: TestClient, send, clock: FrozenClock) -> None:
+def test_inbox_is_newest_first(client: TestClient, send: Send, clock: FrozenClock) -> None:
     first = send(subject="1")
     clock.advance(1)
     second = send(subject="2")
@@ -38,14 +38,14 @@ def test_inbox_is_newest_first(client: TestClient, send, clock: FrozenClock) -> 
 
 
 def test_messages_created_at_the_same_instant_are_ordered_by_id_descending(
-    client: TestClient, send
+    client: TestClient, send: Send
 ) -> None:
     sent = [send(subject=str(n))["id"] for n in range(5)]
 
     assert ids(client.get("/messages/", params={"to_agent": "bob"})) == sorted(sent, reverse=True)
 
 
-def test_limit_returns_the_newest_n(client: TestClient, send, clock: FrozenClock) -> None:
+def test_limit_returns_the_newest_n(client: TestClient, send: Send, clock: FrozenClock) -> None:
     sent = []
     for n in range(4):
         sent.append(send(subject=str(n))["id"])
@@ -57,14 +57,14 @@ def test_limit_returns_the_newest_n(client: TestClient, send, clock: FrozenClock
     ]
 
 
-def test_limit_defaults_to_50(client: TestClient, send) -> None:
+def test_limit_defaults_to_50(client: TestClient, send: Send) -> None:
     for n in range(51):
         send(subject=str(n))
 
     assert len(ids(client.get("/messages/", params={"to_agent": "bob"}))) == 50
 
 
-def test_from_agent_alone_lists_a_senders_messages(client: TestClient, send) -> None:
+def test_from_agent_alone_lists_a_senders_messages(client: TestClient, send: Send) -> None:
     mine = send(from_agent="alice", to_agent="bob")
     broadcast = send(from_agent="alice", to_agent="*")
     send(from_agent="carol", to_agent="bob")
@@ -75,7 +75,7 @@ def test_from_agent_alone_lists_a_senders_messages(client: TestClient, send) -> 
     }
 
 
-def test_to_and_from_agent_together_narrow_the_inbox(client: TestClient, send) -> None:
+def test_to_and_from_agent_together_narrow_the_inbox(client: TestClient, send: Send) -> None:
     from_alice = send(from_agent="alice", to_agent="bob")
     send(from_agent="carol", to_agent="bob")
 
@@ -84,14 +84,14 @@ def test_to_and_from_agent_together_narrow_the_inbox(client: TestClient, send) -
     assert ids(response) == [from_alice["id"]]
 
 
-def test_kind_filters_the_inbox(client: TestClient, send) -> None:
+def test_kind_filters_the_inbox(client: TestClient, send: Send) -> None:
     news = send(to_agent="*", kind="news")
     send(to_agent="bob", kind="message")
 
     assert ids(client.get("/messages/", params={"to_agent": "bob", "kind": "news"})) == [news["id"]]
 
 
-def test_unread_only_hides_read_direct_messages(client: TestClient, send) -> None:
+def test_unread_only_hides_read_direct_messages(client: TestClient, send: Send) -> None:
     read = send(subject="read")
     unread = send(subject="unread")
     client.patch(f"/messages/{read['id']}/read")
@@ -102,7 +102,7 @@ def test_unread_only_hides_read_direct_messages(client: TestClient, send) -> Non
 
 
 def test_unread_only_stamps_delivered_at_on_the_readers_broadcast_receipts(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
     clock.advance(10)
@@ -115,7 +115,9 @@ def test_unread_only_stamps_delivered_at_on_the_readers_broadcast_receipts(
     assert stamps["bob"] is not None
 
 
-def test_delivery_does_not_make_a_broadcast_read(client: TestClient, send, engine: Engine) -> None:
+def test_delivery_does_not_make_a_broadcast_read(
+    client: TestClient, send: Send, engine: Engine
+) -> None:
     broadcast = send(to_agent="*")
     params = {"to_agent": "bob", "unread_only": "true"}
 
@@ -124,7 +126,9 @@ def test_delivery_does_not_make_a_broadcast_read(client: TestClient, send, engin
     assert ids(client.get("/messages/", params=params)) == [broadcast["id"]]
 
 
-def test_the_first_delivery_stamp_is_kept(client: TestClient, send, clock: FrozenClock) -> None:
+def test_the_first_delivery_stamp_is_kept(
+    client: TestClient, send: Send, clock: FrozenClock
+) -> None:
     broadcast = send(to_agent="*")
     params = {"to_agent": "bob", "unread_only": "true"}
     client.get("/messages/", params=params)
@@ -137,7 +141,7 @@ def test_the_first_delivery_stamp_is_kept(client: TestClient, send, clock: Froze
     assert parse_ts(ack["delivered_at"]) == first
 
 
-def test_a_plain_list_stamps_nothing(client: TestClient, send, engine: Engine) -> None:
+def test_a_plain_list_stamps_nothing(client: TestClient, send: Send, engine: Engine) -> None:
     send(to_agent="*")
 
     client.get("/messages/", params={"to_agent": "bob"})
@@ -146,7 +150,7 @@ def test_a_plain_list_stamps_nothing(client: TestClient, send, engine: Engine) -
 
 
 def test_unread_only_stamps_only_the_broadcasts_it_returns(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     older = send(to_agent="*", subject="older")
     clock.advance(1)
@@ -160,7 +164,7 @@ def test_unread_only_stamps_only_the_broadcasts_it_returns(
 
     assert ids(response) == [newer["id"]]
     with engine.connect() as conn:
-        stamped = conn.execute(text("select count(*) from message_receipts")).scalar_one()
+        stamped: int = conn.execute(text("select count(*) from message_receipts")).scalar_one()
     assert stamped == 1
     assert ids(client.get("/messages/", params={"to_agent": "carol"})) == [
         newer["id"],
@@ -169,7 +173,7 @@ def test_unread_only_stamps_only_the_broadcasts_it_returns(
 
 
 def test_unread_only_does_not_stamp_direct_messages(
-    client: TestClient, send, engine: Engine
+    client: TestClient, send: Send, engine: Engine
 ) -> None:
     send(to_agent="bob")
 
@@ -178,7 +182,7 @@ def test_unread_only_does_not_stamp_direct_messages(
     assert delivered(engine) == {}
 
 
-def test_include_archived_defaults_to_false(client: TestClient, send) -> None:
+def test_include_archived_defaults_to_false(client: TestClient, send: Send) -> None:
     message = send()
     client.patch(f"/messages/{message['id']}/archive")
 
@@ -188,7 +192,7 @@ def test_include_archived_defaults_to_false(client: TestClient, send) -> None:
     ) == [message["id"]]
 
 
-def test_get_returns_one_message(client: TestClient, send) -> None:
+def test_get_returns_one_message(client: TestClient, send: Send) -> None:
     message = send()
 
     response = client.get(f"/messages/{message['id']}")

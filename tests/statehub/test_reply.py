@@ -6,11 +6,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 
 from agenthub.clock import FrozenClock
-from tests.statehub.conftest import parse_ts
+from tests.statehub.conftest import Send, parse_ts
 
 
 def test_reply_goes_to_the_original_sender_in_the_originals_thread(
-    client: TestClient, send
+    client: TestClient, send: Send
 ) -> None:
     original = send(from_agent="alice", to_agent="bob", subject="plan")
 
@@ -27,7 +27,7 @@ def test_reply_goes_to_the_original_sender_in_the_originals_thread(
     assert reply["kind"] == "message"
 
 
-def test_reply_subject_defaults_to_re_original_subject(client: TestClient, send) -> None:
+def test_reply_subject_defaults_to_re_original_subject(client: TestClient, send: Send) -> None:
     original = send(subject="plan")
 
     first = client.post(
@@ -41,7 +41,7 @@ def test_reply_subject_defaults_to_re_original_subject(client: TestClient, send)
     assert second.json()["subject"] == "Re: plan"
 
 
-def test_reply_keeps_an_explicit_subject(client: TestClient, send) -> None:
+def test_reply_keeps_an_explicit_subject(client: TestClient, send: Send) -> None:
     original = send(subject="plan")
 
     reply = client.post(
@@ -52,7 +52,7 @@ def test_reply_keeps_an_explicit_subject(client: TestClient, send) -> None:
     assert reply["subject"] == "counter-proposal"
 
 
-def test_reply_to_a_reply_stays_in_the_roots_thread(client: TestClient, send) -> None:
+def test_reply_to_a_reply_stays_in_the_roots_thread(client: TestClient, send: Send) -> None:
     root = send(from_agent="alice", to_agent="bob")
     first = client.post(f"/messages/{root['id']}/reply", json={"from_agent": "bob", "body": "1"})
 
@@ -64,7 +64,9 @@ def test_reply_to_a_reply_stays_in_the_roots_thread(client: TestClient, send) ->
     assert second["to_agent"] == "bob"
 
 
-def test_reply_marks_a_direct_original_read(client: TestClient, send, clock: FrozenClock) -> None:
+def test_reply_marks_a_direct_original_read(
+    client: TestClient, send: Send, clock: FrozenClock
+) -> None:
     original = send(to_agent="bob")
     clock.advance(5)
 
@@ -74,7 +76,7 @@ def test_reply_marks_a_direct_original_read(client: TestClient, send, clock: Fro
 
 
 def test_reply_keeps_the_first_read_at_of_a_direct_original(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     original = send(to_agent="bob")
     first_read = client.patch(f"/messages/{original['id']}/read").json()["read_at"]
@@ -86,7 +88,7 @@ def test_reply_keeps_the_first_read_at_of_a_direct_original(
 
 
 def test_reply_to_a_broadcast_marks_only_the_repliers_receipt_read(
-    client: TestClient, send, engine: Engine, clock: FrozenClock
+    client: TestClient, send: Send, engine: Engine, clock: FrozenClock
 ) -> None:
     broadcast = send(to_agent="*")
     clock.advance(5)
@@ -106,7 +108,7 @@ def test_reply_to_a_broadcast_marks_only_the_repliers_receipt_read(
 
 
 def test_thread_returns_the_root_and_all_replies_oldest_first(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     root = send(from_agent="alice", to_agent="bob")
     clock.advance(1)
@@ -129,7 +131,7 @@ def test_thread_returns_the_root_and_all_replies_oldest_first(
 
 
 def test_thread_of_a_reply_is_its_roots_thread(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     root = send()
     clock.advance(1)
@@ -140,7 +142,7 @@ def test_thread_of_a_reply_is_its_roots_thread(
     assert [m["id"] for m in thread] == [root["id"], reply.json()["id"]]
 
 
-def test_thread_of_a_lone_message_is_just_that_message(client: TestClient, send) -> None:
+def test_thread_of_a_lone_message_is_just_that_message(client: TestClient, send: Send) -> None:
     message = send()
 
     assert client.get(f"/messages/{message['id']}/thread").json() == [message]

@@ -58,7 +58,7 @@ def _send(db: Database, **fields: str) -> AgentMessage:
 
 def _revision(engine: Engine, message_id: uuid.UUID) -> int:
     with engine.connect() as conn:
-        value = conn.execute(
+        value: int = conn.execute(
             text("SELECT revision FROM agent_messages WHERE id = :i"),
             {"i": message_id if engine.dialect.name == "postgresql" else message_id.hex},
         ).scalar_one()

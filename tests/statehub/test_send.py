@@ -8,7 +8,8 @@ from datetime import timedelta
 from fastapi.testclient import TestClient
 
 from agenthub.clock import FrozenClock
-from tests.statehub.conftest import parse_ts
+from agenthub.statehub.settings import StateHubSettings
+from tests.statehub.conftest import Send, parse_ts
 
 
 def test_send_returns_201_and_the_stored_message(client: TestClient, clock: FrozenClock) -> None:
@@ -34,7 +35,7 @@ def test_send_returns_201_and_the_stored_message(client: TestClient, clock: Froz
     assert client.get(f"/messages/{message['id']}").json() == message
 
 
-def test_send_to_star_is_a_broadcast_in_every_inbox(client: TestClient, send) -> None:
+def test_send_to_star_is_a_broadcast_in_every_inbox(client: TestClient, send: Send) -> None:
     broadcast = send(to_agent="*", subject="all hands")
 
     for agent in ("bob", "carol", "zed-9"):
@@ -42,7 +43,7 @@ def test_send_to_star_is_a_broadcast_in_every_inbox(client: TestClient, send) ->
         assert [m["id"] for m in inbox] == [broadcast["id"]]
 
 
-def test_direct_message_is_only_in_its_recipients_inbox(client: TestClient, send) -> None:
+def test_direct_message_is_only_in_its_recipients_inbox(client: TestClient, send: Send) -> None:
     message = send(to_agent="bob")
 
     assert [m["id"] for m in client.get("/messages/", params={"to_agent": "bob"}).json()] == [
@@ -51,13 +52,13 @@ def test_direct_message_is_only_in_its_recipients_inbox(client: TestClient, send
     assert client.get("/messages/", params={"to_agent": "carol"}).json() == []
 
 
-def test_news_expires_after_the_default_ttl_of_30_days(send, clock: FrozenClock) -> None:
+def test_news_expires_after_the_default_ttl_of_30_days(send: Send, clock: FrozenClock) -> None:
     news = send(to_agent="*", kind="news")
 
     assert parse_ts(news["expires_at"]) == clock.now() + timedelta(days=30)
 
 
-def test_news_keeps_an_expiry_the_sender_gives(send, clock: FrozenClock) -> None:
+def test_news_keeps_an_expiry_the_sender_gives(send: Send, clock: FrozenClock) -> None:
     expires = clock.now() + timedelta(hours=2)
 
     news = send(to_agent="*", kind="news", expires_at=expires.isoformat())
@@ -65,7 +66,9 @@ def test_news_keeps_an_expiry_the_sender_gives(send, clock: FrozenClock) -> None
     assert parse_ts(news["expires_at"]) == expires
 
 
-def test_news_ttl_follows_statehub_news_ttl_days(settings, clock: FrozenClock) -> None:
+def test_news_ttl_follows_statehub_news_ttl_days(
+    settings: StateHubSettings, clock: FrozenClock
+) -> None:
     settings = settings.model_copy(update={"news_ttl_days": 3})
     from agenthub.statehub.app import create_app
 
@@ -78,18 +81,18 @@ def test_news_ttl_follows_statehub_news_ttl_days(settings, clock: FrozenClock) -
     assert parse_ts(news["expires_at"]) == clock.now() + timedelta(days=3)
 
 
-def test_other_kinds_never_expire_unless_asked(send) -> None:
+def test_other_kinds_never_expire_unless_asked(send: Send) -> None:
     assert send(kind="message")["expires_at"] is None
     assert send(kind="alert")["expires_at"] is None
 
 
-def test_a_naive_expires_at_is_read_as_utc(send) -> None:
+def test_a_naive_expires_at_is_read_as_utc(send: Send) -> None:
     message = send(expires_at="2026-03-01T12:00:00")
 
     assert message["expires_at"] in ("2026-03-01T12:00:00Z", "2026-03-01T12:00:00+00:00")
 
 
-def test_thread_id_naming_a_root_links_the_message_to_it(send) -> None:
+def test_thread_id_naming_a_root_links_the_message_to_it(send: Send) -> None:
     root = send()
 
     follow_up = send(thread_id=root["id"])
@@ -97,7 +100,7 @@ def test_thread_id_naming_a_root_links_the_message_to_it(send) -> None:
     assert follow_up["thread_id"] == root["id"]
 
 
-def test_thread_id_naming_a_reply_links_to_that_replys_root(send) -> None:
+def test_thread_id_naming_a_reply_links_to_that_replys_root(send: Send) -> None:
     root = send()
     reply = send(thread_id=root["id"])
 
@@ -107,7 +110,7 @@ def test_thread_id_naming_a_reply_links_to_that_replys_root(send) -> None:
 
 
 def test_broadcast_superseding_another_archives_the_predecessor(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     old = send(to_agent="*", subject="v1")
     clock.advance(60)
@@ -122,7 +125,7 @@ def test_broadcast_superseding_another_archives_the_predecessor(
 
 
 def test_superseding_an_archived_broadcast_keeps_its_first_archived_at(
-    client: TestClient, send, clock: FrozenClock
+    client: TestClient, send: Send, clock: FrozenClock
 ) -> None:
     old = send(to_agent="*")
     first_archive = client.patch(f"/messages/{old['id']}/archive").json()["archived_at"]

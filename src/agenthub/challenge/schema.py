@@ -1,6 +1,11 @@
 """`challenge.yaml`: the organizer's one file. Validated up front; every problem is
 reported at once, each naming the field and the fix.
 
+One schema (`Challenge`), two readers: our flat layout (`org:`, `slug:`, `branding:` ...)
+and agent-collabs' nested one (`challenge:`, `storage:`, `spaces:`, `scoring.score_field`,
+`jobs.enabled` ...), which `_from_nested` maps onto the schema field by field — problems
+are then reported under the names the organizer wrote (docs/compatibility.md).
+
 bucket-sync itself never reads this file (BS-0.2): `to_env` turns it into the
 environment the Space runs with.
 """
@@ -194,10 +199,18 @@ def load(path: Path) -> Challenge:
         raise ChallengeError(
             str(path), ["the top level must be a mapping (org:, slug:, branding: ...)"]
         )
+    nested = isinstance(raw.get("challenge"), dict)
+    problems: list[str] = []
+    origin: dict[str, str] = {}
+    if nested:
+        raw, problems, origin = _from_nested(raw)
+    challenge = None
     try:
         challenge = Challenge.model_validate(raw)
     except ValidationError as exc:
-        raise ChallengeError(str(path), [_describe(err, raw) for err in exc.errors()]) from None
+        problems += [_describe(err, raw, origin if nested else None) for err in exc.errors()]
+    if problems or challenge is None:
+        raise ChallengeError(str(path), problems)
     private = challenge.verification.private_dir
     if private is not None:
         if not private.is_absolute():
@@ -227,8 +240,12 @@ def load(path: Path) -> Challenge:
     return challenge
 
 
-def _describe(err: Any, raw: dict[str, Any]) -> str:
+def _describe(err: Any, raw: dict[str, Any], origin: dict[str, str] | None = None) -> str:
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if origin is not None:  # name the key the organizer wrote in the nested layout
+        where = origin.get(where, where)
+        if err["type"] == "missing":
+            return f"{where}: required (add it to challenge.yaml)"
     if err["type"] == "extra_forbidden":
         name = str(err["loc"][-1])
         known = _known_fields(err["loc"][:-1])
@@ -252,3 +269,102 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
             return []
         model = nested[0]
     return sorted(model.model_fields)
+
+
+# agent-collabs' nested layout -> the schema: `(section, key) -> schema path`. Keys mapped to
+# None configure what bucket-sync does not deploy (its Spaces, its dashboard's labels) and
+# are accepted and ignored; any other key is a problem, as in our layout.
+_NESTED: dict[str, dict[str, str | None]] = {
+    "challenge": {
+        "org": "org",
+        "admin_org": "admin_org",
+        "slug": "slug",
+        "title": "branding.title",
+        "tagline": "branding.tagline",
+        "short_description": "branding.description",
+    },
+    "storage": {"central_bucket": "central_bucket", "audit_bucket": "audit_bucket"},
+    "spaces": {"backend": None, "dashboard": None, "eval": None},
+    "scoring": {
+        "score_field": "scoring.field",
+        "score_unit": "scoring.unit",
+        "order": "scoring.order",
+        "required_fields": "scoring.required_fields",
+        "score_label": None,
+        "secondary_field": None,
+        "secondary_label": None,
+    },
+    "verification": {
+        "mode": "verification.mode",
+        "agent": "verification.agent",
+        "score_tol": "verification.tolerance",
+        "guard_field": "verification.guard_field",
+        "guard_cap": "verification.guard_cap",
+        "eval_poll_s": None,
+    },
+    "jobs": {
+        "enabled": None,  # decides whether `jobs` exists at all
+        "image": "jobs.image",
+        "flavor": "jobs.flavor",
+        "timeout_minutes": "jobs.timeout_minutes",
+        "harness_entrypoint": "jobs.entrypoint",
+        "per_agent_per_day": "jobs.per_agent_per_day",
+        "per_user_per_day": "jobs.per_user_per_day",
+        "harness_dir": "jobs.harness_dir",
+        "private_dir": "jobs.private_dir",
+        "harness_prefix": None,
+        "extra_args": None,
+    },
+    "dashboard": {"invite_url": None},
+}
+
+
+def _from_nested(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """agent-collabs' layout as the schema's input, the problems only its shape can have
+    (unknown sections and keys), and where each schema field came from."""
+    flat: dict[str, Any] = {}
+    problems: list[str] = []
+    origin = {
+        target: f"{section}.{key}"
+        for section, keys in _NESTED.items()
+        for key, target in keys.items()
+        if target is not None
+    }
+    origin["branding"] = "challenge.title"
+    jobs = raw.get("jobs")
+    jobs_on = isinstance(jobs, dict) and bool(jobs.get("enabled"))
+    verification = raw.get("verification")
+    guarded = isinstance(verification, dict) and bool(verification.get("guard_field"))
+    for section, body in raw.items():
+        known = _NESTED.get(str(section))
+        if known is None:
+            close = difflib.get_close_matches(str(section), list(_NESTED), n=1)
+            fix = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(_NESTED)}"
+            problems.append(f"{section}: unknown section ({fix})")
+            continue
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            problems.append(f"{section}: must be a mapping")
+            continue
+        for key, value in body.items():
+            if key not in known:
+                close = difflib.get_close_matches(str(key), list(known), n=1)
+                fix = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known)}"
+                problems.append(f"{section}.{key}: unknown field ({fix})")
+                continue
+            target = known[key]
+            if target is None or (target.startswith("jobs.") and not jobs_on):
+                continue
+            if value in ("", None) or (key == "guard_cap" and value == 0 and not guarded):
+                continue  # agent-collabs' way of saying "not set"
+            if isinstance(value, str) and key in ("tagline", "short_description"):
+                value = value.strip()
+            *parents, leaf = target.split(".")
+            node = flat
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[leaf] = value
+    if jobs_on:
+        flat.setdefault("jobs", {})
+    return flat, problems, origin

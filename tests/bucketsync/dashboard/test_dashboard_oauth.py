@@ -19,8 +19,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.dashboard.oauth import SignInFailed, redirect_uri, safe_next
+from agenthub.bucketsync.dashboard.oauth import redirect_uri, safe_next
 from agenthub.bucketsync.dashboard.routes import SESSION_COOKIE
+from agenthub.bucketsync.errors import SignInFailed
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError
 from agenthub.bucketsync.storage.local import LocalBucketStore
@@ -159,7 +160,7 @@ def failure_of(response: Any) -> str:
     assert response.status_code == 302
     location = urlsplit(response.headers["location"])
     assert location.path == "/dashboard"
-    return parse_qs(location.query)["signin_error"][0]
+    return str(parse_qs(location.query)["signin_error"][0])
 
 
 def test_a_declined_consent_is_a_message_not_a_server_error(site: Site) -> None:

@@ -60,7 +60,7 @@ def test_bs_13_40_presence_comes_from_v1_watching_through_the_proxy(live: LiveWo
     live.agent("alpha")
     waiting = live.park("/v1/inbox/alpha?wait=30")
     watching = live.client.get("/dashboard/api/v1/watching").json()
-    assert watching["watching"]["alpha"]["mode"] == "inbox"
+    assert watching["watching"]["alpha"]["stream"] == "inbox"
     assert watching["watching"]["alpha"]["waiters"] == 1
     live.timer.advance(31)
     assert waiting.result(timeout=5).status_code == 200

@@ -13,7 +13,8 @@ import pytest
 from fastapi import FastAPI, Form, Header
 from fastapi.responses import JSONResponse
 
-from agenthub.bucketsync.dashboard.oauth import HfOAuthProvider, SignInFailed
+from agenthub.bucketsync.dashboard.oauth import HfOAuthProvider
+from agenthub.bucketsync.errors import SignInFailed
 from tests.support.servers import live_server
 
 CALLBACK = "https://acme-board.hf.space/dashboard/oauth/callback"

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
+import httpx2  # huggingface_hub 2.x raises its errors with httpx2 responses
 from huggingface_hub import JobStage, Volume
 from huggingface_hub.errors import HfHubHTTPError
 
@@ -44,7 +44,7 @@ class FakeJobsHub:
         if self.down:
             raise HfHubHTTPError(
                 "503 Service Unavailable",
-                response=httpx.Response(503, request=httpx.Request("GET", "/api/jobs")),
+                response=httpx2.Response(503, request=httpx2.Request("GET", "/api/jobs")),
             )
 
     def run_job(self, **kwargs: Any) -> Any:
@@ -52,7 +52,7 @@ class FakeJobsHub:
         if self.refuse_launch:
             raise HfHubHTTPError(
                 "402 Payment Required: no credits",
-                response=httpx.Response(402, request=httpx.Request("POST", "/api/jobs/acme")),
+                response=httpx2.Response(402, request=httpx2.Request("POST", "/api/jobs/acme")),
             )
         job_id = f"job{next(self._ids):04d}"
         self.jobs[job_id] = {

@@ -155,8 +155,11 @@ def test_bs_4_51_jobs_run_on_hf_writes_status_and_logs_when_the_job_ends(
     fake.complete("job0001", {"score": 0.5})
     files = eventually(
         lambda: (
-            "runs/1/job_logs.txt" in fake.buckets.files("acme/chal-a1")
-            and fake.buckets.files("acme/chal-a1")
+            (
+                "runs/1/job_logs.txt" in fake.buckets.files("acme/chal-a1")
+                and fake.buckets.files("acme/chal-a1")
+            )
+            or None
         )
     )
     assert b'"stage": "COMPLETED"' in files["runs/1/job_status.json"]

@@ -213,9 +213,9 @@ def test_bs_7_35_digest_has_top_ten_leaderboard_and_recent_results(
         post_result(world, f"agent-{i}", 0.1 + i / 100)
     clock.advance(3600)
     digest = world.client.get("/v1/digest", params={"since": "2026-03-01T12:30:00Z"}).json()
-    rows = digest["leaderboard"]["rows"]
+    rows = digest["leaderboard"]
     assert len(rows) == 10 and rows[0]["agent"] == "agent-11"  # not since-filtered
-    assert digest["leaderboard"]["score_field"] == "score"
+    assert digest["leaderboard_meta"]["score_field"] == "score"
     assert digest["results"]["items"] == []  # recent results are since-filtered
     recent = world.client.get("/v1/digest").json()["results"]
     assert len(recent["items"]) == 10 and recent["count"] == 12

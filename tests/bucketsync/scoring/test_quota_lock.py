@@ -73,6 +73,11 @@ def test_bs_4_45_unreachable_lock_backend_fails_closed(tmp_path: Path) -> None:
     lock = NamedQuotaLock(lambda: unreachable)
     quota = worker(store, lock, FrozenClock())
     launched: list[str] = []
+
+    def launch() -> tuple[str, None]:
+        launched.append("x")
+        return "id", None
+
     with pytest.raises(QuotaBackendUnavailable):
-        quota.launch("agent-1", "alice", lambda: (launched.append("x") or "id", None))
+        quota.launch("agent-1", "alice", launch)
     assert launched == []

@@ -29,31 +29,46 @@ def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
     }
 
 
+# A registration's profile keys: agent-collabs' (what we write) and earlier bucket-sync's.
+PROFILE_KEYS = {
+    "model": ("agent_model", "model"),
+    "harness": ("agent_harness", "harness"),
+    "tools": ("agent_tools", "tools"),
+}
+
+
+def profile(fm: Mapping[str, Any], name: str) -> Any:
+    """`model`/`harness`/`tools` of a registration in either key set."""
+    for key in PROFILE_KEYS[name]:
+        if fm.get(key) is not None:
+            return fm[key]
+    return None
+
+
 def agent_info(record: Record) -> dict[str, Any]:
     fm = record.frontmatter
-    tools = fm.get("tools")
+    tools = profile(fm, "tools")
     return {
         "agent_id": record.filename.removesuffix(".md"),
         "hf_user": fm.get("hf_user"),
-        "model": fm.get("model"),
-        "harness": fm.get("harness"),
-        "tools": tools if isinstance(tools, list) else [],
+        "model": profile(fm, "model"),
+        "harness": profile(fm, "harness"),
+        "tools": [str(tool) for tool in tools] if isinstance(tools, list) else [],
         "agent_bucket": fm.get("agent_bucket"),
         "joined": fm.get("joined"),
         "bio": record.body.strip(),
     }
 
 
-AGENT_FILTERS = ("hf_user", "model", "harness")
-
-
 def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
+    # `model`/`harness` match either key set, so they are applied here, not by `listing`.
+    wanted = {name: params[name] for name in ("model", "harness") if params.get(name)}
     query = listing.parse_query(
-        params,
+        {k: v for k, v in params.items() if k not in wanted},
         default_limit=None,
         default_order="asc",
         expand_max=hub.settings.expand_max_limit,
-        extra_fields=AGENT_FILTERS,
+        extra_fields=("hf_user",),
     )
     entries = hub.read_model.entries(naming.AGENTS)
     paths = {
@@ -61,16 +76,23 @@ def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
         for path in entries
         if path.endswith(".md") and "/" not in path.removeprefix(naming.AGENTS)
     }
-    listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
+    count = len(paths)
+    if wanted:
+        records = hub.read_model.records(list(paths.values()), naming.AGENTS)
+        paths = {
+            key: path
+            for key, path in paths.items()
+            if path in records
+            and all(
+                str(profile(records[path].frontmatter, name) or "") == value
+                for name, value in wanted.items()
+            )
+        }
+    listed = listing.Listed(keys=sorted(paths), paths=paths, count=count)
 
     def joined_stamp(_key: str, record: Record | None) -> str | None:
-        joined = record.frontmatter.get("joined") if record else None
-        if not joined:
-            return None
-        try:
-            return naming.normalize_time_bound(str(joined), name="joined")
-        except Exception:
-            return None
+        moment = naming.parse_moment(record.frontmatter.get("joined")) if record else None
+        return naming.stamp(moment) if moment else None
 
     return listing.page(
         listed,

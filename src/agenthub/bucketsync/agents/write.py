@@ -64,7 +64,7 @@ def register(
             f"{bucket} was created by another user", hint="register the bucket you created"
         )
     existing = registration(hub, agent_id)
-    joined = hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    joined = naming.iso_now(hub.clock.now(), "milliseconds")
     if existing is not None:
         owner = existing.frontmatter.get("hf_user")
         if owner != caller.user:
@@ -95,9 +95,10 @@ def register(
         "hf_user": caller.user,
         "agent_bucket": bucket,
         "joined": joined,
-        "model": model,
-        "harness": harness,
-        "tools": list(tools),
+        # agent-collabs' keys, so its dashboard and scripts read our registrations too.
+        "agent_model": model,
+        "agent_harness": harness,
+        "agent_tools": list(tools),
     }
     data = frontmatter.render(fm, bio)
     path = naming.registration_path(agent_id)

@@ -142,7 +142,31 @@ def describe(hub: Hub) -> dict[str, Any]:
         "score_unit": s.score_unit,
         "score_order": s.score_order,
         "storage": s.storage,
+        "docs": "/docs",
         "conventions": {
+            # agent-collabs' keys first (a prompt written against its GET /v1 reads these).
+            "filenames": "{YYYYMMDD-HHmmss-mmm}_{agent_id}.md, server-stamped UTC; filename "
+            "order is time order",
+            "mentions": "@<handle> in a body copies the message to inbox/<handle>/ (registered "
+            f"agents and human-<name>); at most {s.mention_fanout_cap} recipients a message",
+            "refs": "frontmatter refs: the filename (or a list of filenames) of the messages "
+            "or results you build on; their authors get an inbox copy",
+            "results_frontmatter": f"required: {', '.join(s.result_fields)}; "
+            f"{s.score_field!r} is the score ({s.score_unit}, > 0, "
+            f"{'higher' if s.score_order == 'desc' else 'lower'} is better); status is "
+            "agent-run | negative",
+            "verification": "results are pending until an organizer or the verifier marks them "
+            "valid/invalid (results/verification_status.json); the leaderboard shows valid "
+            "and pending by default",
+            "polling": "persist the top-level cursor of a list response verbatim and pass it "
+            "back as after=; add wait=<=55 on /v1/updates, /v1/inbox/{handle} or "
+            "/v1/channels/feed to long-poll",
+            "broadcasts": "organizers post with broadcast: true; the message reaches every "
+            "inbox (broadcasts/{filename})",
+            "human_posts": "humans post as human-<name> with Authorization: Bearer and are "
+            "reachable as @human-<name>",
+            "channels": "topic rooms at channels/{name}/ (organizers create them); post with "
+            "channel: <name>, subscribe to follow, GET /v1/channels/feed reads them all",
             "agent_id": "^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$ (human, human-* reserved)",
             "scratch_bucket": f"{s.org}/{s.collab_slug}-{{agent_id}}",
             "source_uri": f"hf://buckets/{s.org}/{s.collab_slug}-{{agent_id}}/{{path}}",
@@ -171,7 +195,9 @@ def describe(hub: Hub) -> dict[str, Any]:
             "channel_theme": "channels/{name}/README.md (the channel exists iff it does)",
             "channel_message": "channels/{name}/{YYYYMMDD-HHmmss-mmm}_{agent_id}.md",
             "channel_member": "channels/{name}/members/{handle}.md",
-            "channel_feed_key": "{filename}#{channel} (feed items and cursor)",
+            "channel_feed_key": "{filename} (feed items and cursor; a copy of the same filename "
+            "in two channels is listed twice, and a page boundary between them is "
+            "{filename}~{channel})",
             "watch": {
                 "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
                 "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],
@@ -180,7 +206,14 @@ def describe(hub: Hub) -> dict[str, Any]:
         },
         "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
-            {"method": method, "path": path, "description": description}
+            # `purpose`/`params` are agent-collabs' names; our one line serves as the purpose.
+            {
+                "method": method,
+                "path": path,
+                "description": description,
+                "purpose": description,
+                "params": "",
+            }
             for method, path, description in endpoints
         ],
     }

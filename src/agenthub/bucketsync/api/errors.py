@@ -48,7 +48,7 @@ from agenthub.bucketsync.errors import (
 )
 from agenthub.httperrors import StatusTable, allowed_methods, install_error_handlers
 
-log = logging.getLogger("agenthub.bucketsync")
+log = logging.getLogger(__name__)
 
 STATUS: StatusTable[BucketSyncError] = {
     BucketSyncError: 500,

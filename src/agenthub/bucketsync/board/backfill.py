@@ -35,7 +35,7 @@ def backfill_inbox(
     board = [
         entry
         for entry in store.list(bucket, naming.MESSAGE_BOARD)
-        if naming.parse_stamped_filename(entry.path.removeprefix(naming.MESSAGE_BOARD))
+        if naming.read_board_filename(entry.path.removeprefix(naming.MESSAGE_BOARD))
     ]
     pending: list[tuple[str, bytes]] = []
     for start in range(0, len(board), BATCH_SIZE):
@@ -47,14 +47,14 @@ def backfill_inbox(
                 continue
             report.messages += 1
             filename = entry.path.removeprefix(naming.MESSAGE_BOARD)
-            parsed = naming.parse_stamped_filename(filename)
-            assert parsed is not None
             document = frontmatter.parse_lenient(raw)
+            _stamp, author = naming.read_board_filename(filename) or (None, None)
+            author = author or str(document.frontmatter.get("agent") or "")
             if document.frontmatter.get("broadcast") is True:
                 report.broadcasts_skipped += 1
                 continue
             for handle in mentions.recipients(
-                author=parsed[1],
+                author=author,
                 body=document.body,
                 refs=mentions.normalize_refs(document.frontmatter.get("refs")),
                 is_registered=registered.__contains__,

@@ -19,7 +19,7 @@ def _inbox_index(entries: dict[str, FileEntry]) -> dict[str, dict[str, str]]:
     for path in entries:
         rest = path[len(naming.INBOX) :]
         handle, _, filename = rest.partition("/")
-        if "/" in filename or naming.parse_stamped_filename(filename) is None:
+        if naming.read_board_filename(filename) is None:
             continue
         by_handle.setdefault(handle, {})[filename] = path
     return by_handle
@@ -45,7 +45,7 @@ def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 
 def get_message(hub: Hub, filename: str) -> dict[str, Any]:
     record = None
-    if naming.parse_stamped_filename(filename) is not None:
+    if naming.read_board_filename(filename) is not None:
         record = hub.read_model.record(f"{naming.MESSAGE_BOARD}{filename}", naming.MESSAGE_BOARD)
     if record is None:
         raise NotFound(

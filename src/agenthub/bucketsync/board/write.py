@@ -176,8 +176,8 @@ def publish(
         if key not in ("agent", "timestamp", "via", "refs", "broadcast", "channel")
     }
     fm.setdefault("type", "agent")
-    if refs:
-        fm["refs"] = refs
+    if refs:  # stored as given (a string stays a string, as agent-collabs writes it)
+        fm["refs"] = draft.client_fm["refs"]
     entries = hub.read_model.entries(naming.MESSAGE_BOARD)
     channel_entries = hub.read_model.entries(channels.CHANNELS) if draft.channel is not None else {}
 

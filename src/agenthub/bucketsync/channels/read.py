@@ -3,6 +3,7 @@ a handle's subscriptions and the digest block — all from the one `channels/` l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,11 +125,13 @@ def channel_messages(hub: Hub, name: str, params: Mapping[str, str]) -> dict[str
     )
 
 
-FEED_KEY_SEP = "#"
+# `~` is unreserved in a URL, so a cursor carrying it needs no escaping (a `#` would start
+# a fragment and be dropped by curl and every HTTP client).
+FEED_KEY_SEP = "~"
 
 
 def feed_listed(hub: Hub, names: list[str]) -> listing.Listed:
-    """The union of `names`' messages keyed `{filename}#{channel}` (two channels may hold
+    """The union of `names`' messages keyed `{filename}~{channel}` (two channels may hold
     the same filename), so keys sort by (filename, path)."""
     index = channels_index(hub)
     paths: dict[str, str] = {}
@@ -152,14 +155,43 @@ def feed_params(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """The feed over `handle`'s subscriptions, as agent-collabs serves it: records keyed by
+    path inside (the same filename minted in two channels is listed twice), items, `next`
+    and `cursor` the plain `{stamp}_{agent}.md` filename. Only where a plain cursor would
+    skip an undelivered copy of the same filename (a page boundary between two channels'
+    copies) does it stay `{filename}~{channel}`, which `after`/`before` accept too."""
     require_handle(hub, handle)
     listed = feed_listed(hub, list(subscriptions(hub, handle)))
-    return listing.page(
+    delivered: list[str] = []
+
+    def render(key: str, record: Record) -> dict[str, Any]:
+        delivered.append(key)
+        return _render(record)
+
+    page = listing.page(
         listed,
         _query(hub, feed_params(params)),
         load=lambda paths: load_records(hub, list(paths)),
-        render=lambda _key, record: _render(record),
+        render=render,
     )
+    if not delivered:
+        delivered = [item for item in page["items"] if isinstance(item, str)]
+        page["items"] = [_plain(key) for key in delivered]
+    copies = Counter(_plain(key) for key in listed.keys)
+    last_copy = {_plain(key): key for key in listed.keys}  # keys are sorted
+    shown = Counter(_plain(key) for key in delivered)
+    cursor, following = page["cursor"], page["next"]
+    # `after=<filename>` passes every copy of it: plain once the newest copy is in hand.
+    if cursor is not None and last_copy.get(_plain(cursor)) == cursor:
+        page["cursor"] = _plain(cursor)
+    # `next` may be used as `after` or `before`: plain only when no copy is left behind.
+    if following is not None and copies[_plain(following)] == shown[_plain(following)]:
+        page["next"] = _plain(following)
+    return page
+
+
+def _plain(key: str) -> str:
+    return key.partition(FEED_KEY_SEP)[0]
 
 
 def digest_block(hub: Hub, as_handle: str | None, since: str | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from agenthub.bucketsync.core.naming import (
     STAMP_LEN,
     normalize_time_bound,
-    parse_stamped_filename,
+    read_board_filename,
     validate_handle,
 )
 from agenthub.bucketsync.core.readmodel import Record
@@ -121,13 +121,11 @@ def parse_query(
 
 
 def _stamp_of(key: str) -> str | None:
-    parsed = parse_stamped_filename(key)
-    return parsed[0] if parsed else None
+    return (read_board_filename(key) or (None, None))[0]
 
 
 def _agent_of(key: str) -> str | None:
-    parsed = parse_stamped_filename(key)
-    return parsed[1] if parsed else None
+    return (read_board_filename(key) or (None, None))[1]
 
 
 def in_time_range(stamp: str | None, query: ListQuery) -> bool:
@@ -170,9 +168,7 @@ def page(
     load: Callable[[Sequence[str]], dict[str, Record]],
     render: Callable[[str, Record], dict[str, Any]],
     stamp_of: Callable[[str, Record | None], str | None] = lambda key, _r: _stamp_of(key),
-    agent_of: Callable[[str], str | None] = lambda key: (
-        parse_stamped_filename(key) or (None, None)
-    )[1],
+    agent_of: Callable[[str], str | None] = _agent_of,
     time_from_content: bool = False,
     memo: Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]] | None = None,
 ) -> dict[str, Any]:

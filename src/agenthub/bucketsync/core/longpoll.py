@@ -107,7 +107,11 @@ class Waiter:
 @dataclass
 class _Presence:
     at: float  # monotonic
-    mode: str
+    stream: str  # updates | inbox | feed
+
+
+# Only `wait>0` reads stamp presence, so every entry is agent-collabs' `parked` mode.
+PARKED = "parked"
 
 
 @dataclass
@@ -239,9 +243,14 @@ class WaiterRegistry:
         return "woken", delay
 
     # -- observation --------------------------------------------------------------------
-    def stamp_presence(self, handle: str, mode: str) -> None:
+    def stamp_presence(self, handle: str, stream: str) -> None:
         with self._lock:
-            self._presence[handle] = _Presence(self.clock.monotonic(), mode)
+            self._presence[handle] = _Presence(self.clock.monotonic(), stream)
+
+    @staticmethod
+    def _seen(seen: _Presence, now: float) -> dict[str, Any]:
+        """One handle's presence in agent-collabs' shape (whole seconds, mode, stream)."""
+        return {"last_poll_age_s": int(now - seen.at), "mode": PARKED, "stream": seen.stream}
 
     def presence(self, handle: str, fresh_s: float) -> dict[str, Any] | None:
         with self._lock:
@@ -249,7 +258,7 @@ class WaiterRegistry:
             now = self.clock.monotonic()
         if seen is None or now - seen.at > fresh_s:
             return None
-        return {"last_poll_age_s": round(now - seen.at, 3), "mode": seen.mode}
+        return self._seen(seen, now)
 
     def watching(self, fresh_s: float) -> dict[str, dict[str, Any]]:
         """Every handle that long-polled within `fresh_s`, with its parked waiter count."""
@@ -258,11 +267,7 @@ class WaiterRegistry:
             for handle in [h for h, p in self._presence.items() if now - p.at > fresh_s]:
                 del self._presence[handle]
             return {
-                handle: {
-                    "last_poll_age_s": round(now - seen.at, 3),
-                    "mode": seen.mode,
-                    "waiters": len(self._by_owner.get(handle, ())),
-                }
+                handle: {**self._seen(seen, now), "waiters": len(self._by_owner.get(handle, ()))}
                 for handle, seen in sorted(self._presence.items())
             }
 

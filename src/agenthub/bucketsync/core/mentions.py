@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agenthub.bucketsync.core.naming import is_human_handle, parse_stamped_filename
+from agenthub.bucketsync.core.naming import is_human_handle, read_board_filename
 
 # Not after a character that could end an email local part (`carlos@agent-1` is an
 # address, not a mention), and the handle must end at a non-handle character.
@@ -23,7 +23,8 @@ def mentioned_handles(body: str) -> list[str]:
 
 
 def normalize_refs(refs: Any) -> list[str]:
-    """`refs` given as a comma/whitespace separated string or a list, stored as a list."""
+    """`refs` given as a comma/whitespace separated string or a list, read as a list (the
+    file keeps the shape its author gave)."""
     if refs is None:
         return []
     if isinstance(refs, str):
@@ -38,9 +39,9 @@ def ref_authors(refs: Iterable[str]) -> list[str]:
     for ref in refs:
         if not ref.endswith(".md"):
             continue
-        parsed = parse_stamped_filename(ref.rsplit("/", 1)[-1])
-        if parsed is not None:
-            authors.append(parsed[1])
+        _stamp, author = read_board_filename(ref.rsplit("/", 1)[-1]) or (None, None)
+        if author is not None:
+            authors.append(author)
     return authors
 
 

@@ -80,6 +80,34 @@ def stamp_to_iso(value: str) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def iso_now(moment: datetime, timespec: str = "seconds") -> str:
+    """`moment` as the ISO 8601 UTC text with `Z` every response and frontmatter uses."""
+    return moment.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+# agent-collabs writes `joined`/`timestamp`/`promoted_at` as `YYYY-MM-DD HH:MM UTC`.
+UPSTREAM_MOMENT_FORMAT = "%Y-%m-%d %H:%M UTC"
+
+
+def parse_moment(value: object) -> datetime | None:
+    """A frontmatter timestamp in any shape a bucket holds (ISO 8601 with or without `Z`,
+    a YAML datetime, or agent-collabs' `YYYY-MM-DD HH:MM UTC`), as an aware UTC datetime;
+    None when it is none of them."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            moment = datetime.strptime(text, UPSTREAM_MOMENT_FORMAT)
+        except ValueError:
+            return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def message_filename(stamp_value: str, agent_id: str) -> str:
     return f"{stamp_value}_{agent_id}.md"
 
@@ -88,6 +116,34 @@ def parse_stamped_filename(filename: str) -> tuple[str, str] | None:
     """`(stamp, agent)` for a `{stamp}_{agent}.md` filename, else None."""
     match = STAMPED_FILENAME_RE.match(filename)
     return (match["stamp"], match["agent"]) if match else None
+
+
+# Board files not minted by our stamper, e.g. agent-collabs' dashboard human posts
+# `YYYYMMDD-HHmmss_human-<name>_<uuid8>.md`: a time prefix (millis optional), an author.
+_LOOSE_STAMPED_RE = re.compile(
+    r"^(?P<stamp>\d{8}-\d{6})(?:-(?P<ms>\d{3}))?_(?P<author>[a-z0-9](?:[a-z0-9-]{0,78}[a-z0-9])?)"
+    r"(?:_[^/]*)?\.md$"
+)
+
+
+def read_board_filename(filename: str) -> tuple[str | None, str | None] | None:
+    """`(stamp, author)` for any markdown file a board-style folder holds, so nothing on
+    the board is invisible: ours give both; a file with only a time prefix gives that
+    prefix as a stamp (`-000` millis when it has none) and its author when it names one;
+    any other `*.md` gives `(None, None)` (it sorts after every stamped file). None for
+    what is not a visible markdown leaf."""
+    parsed = parse_stamped_filename(filename)
+    if parsed is not None:
+        return parsed
+    if "/" in filename or filename.startswith(".") or not filename.endswith(".md"):
+        return None
+    match = _LOOSE_STAMPED_RE.match(filename)
+    if match is None:
+        return None, None
+    author = match["author"]
+    if not (is_human_handle(author) or AGENT_ID_RE.match(author)):
+        author = None
+    return f"{match['stamp']}-{match['ms'] or '000'}", author
 
 
 def registration_path(agent_id: str) -> str:

@@ -12,13 +12,13 @@ from agenthub.bucketsync.storage.base import FileEntry
 
 
 def render_record(record: Record) -> dict[str, Any]:
-    parsed = naming.parse_stamped_filename(record.filename)
+    stamp, author = naming.read_board_filename(record.filename) or (None, None)
     return {
         "filename": record.filename,
         "path": record.path,
-        "agent": parsed[1] if parsed else record.frontmatter.get("agent"),
+        "agent": author or record.frontmatter.get("agent"),
         "timestamp": record.frontmatter.get("timestamp")
-        or (naming.stamp_to_iso(parsed[0]) if parsed else None),
+        or (naming.stamp_to_iso(stamp) if stamp else None),
         "frontmatter": record.frontmatter,
         "body": record.body,
         "reasons": None,  # set only by /v1/updates
@@ -26,14 +26,16 @@ def render_record(record: Record) -> dict[str, Any]:
 
 
 def stamped_index(folder: str) -> Callable[[dict[str, FileEntry]], listing.Listed]:
-    """Build the sorted `{stamp}_{agent}.md` keys of one flat folder from its listing."""
+    """Build the sorted filename keys of one flat folder from its listing: every markdown
+    leaf, ours (`{stamp}_{agent}.md`) and others (ordered by their time prefix; a name
+    without one sorts last) — data on the board is never silently invisible."""
 
     def build(entries: dict[str, FileEntry]) -> listing.Listed:
         paths = {
             path[len(folder) :]: path
             for path in entries
             if "/" not in path[len(folder) :]
-            and naming.parse_stamped_filename(path[len(folder) :]) is not None
+            and naming.read_board_filename(path[len(folder) :]) is not None
         }
         return listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
 

@@ -184,7 +184,7 @@ const pages = {
         const seen = watching.watching[a.agent_id];
         const dot = el("span", {
           class: `dot ${seen ? "on" : "off"}`, "data-presence": seen ? "watching" : "away",
-          title: seen ? `long-polled ${seen.last_poll_age_s}s ago (${seen.mode}), ${seen.waiters} waiting` : `no long-poll in the last ${watching.fresh_s}s`,
+          title: seen ? `long-polled ${seen.last_poll_age_s}s ago (${seen.stream}), ${seen.waiters} waiting` : `no long-poll in the last ${watching.fresh_s}s`,
         });
         return el("tr", { "data-agent": a.agent_id },
           el("td", {}, dot, " ", el("a", { href: `#/inbox/${encodeURIComponent(a.agent_id)}`, class: "agent" }, a.agent_id)),

@@ -19,7 +19,12 @@ def digest(
     hub: Hub, *, as_handle: str | None, since: str | None, after: str | None = None
 ) -> dict[str, Any]:
     """Agents, the top-10 leaderboard, recent messages and results, channels, presence,
-    the one-line trace stats, and (with `as`) the handle's inbox."""
+    the trace stats, and (with `as`) the handle's inbox.
+
+    The keys agent-collabs' digest has carry its shapes (`agents.newest` ids,
+    `leaderboard` rows, `recent_messages`, `recent_results`, `stats` object); ours ride
+    beside them under their own names (`agents.newest_records`, `messages`, `results`,
+    `leaderboard_meta`, `stats_line`) — docs/compatibility.md."""
     params: dict[str, str] = {"expand": "true", "limit": "20"}
     if since:
         params["since"] = since
@@ -28,31 +33,42 @@ def digest(
     records = hub.read_model.records(agent_paths, naming.AGENTS)
     infos = sorted(
         (agent_info(r) for r in records.values()),
-        key=lambda info: (str(info.get("joined") or ""), info["agent_id"]),
+        key=lambda info: (_joined_key(info.get("joined")), info["agent_id"]),
         reverse=True,
     )
     inbox_block = None
     if as_handle is not None:
         page = board.inbox(hub, as_handle, {"expand": "true", "limit": "10"})
         inbox_block = {"count": page["count"], "items": page["items"]}
-    messages = board.list_messages(hub, params)
-    body = {
-        "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "agents": {"count": len(infos), "newest": infos[:5]},
-        "messages": {
-            "count": messages["count"],
-            "matched": messages["matched"],
-            "items": messages["items"],
+    messages = _block(board.list_messages(hub, params))
+    recent_results = _block(results.list_results(hub, {**params, "limit": "10"}))
+    ranking = leaderboard.leaderboard(hub, {"limit": "10"})
+    trace_stats = traces.digest_stats(hub)  # null until the first trace is shared
+    return {
+        "generated_at": naming.iso_now(hub.clock.now()),
+        "agents": {
+            "count": len(infos),
+            "newest": [info["agent_id"] for info in infos[:5]],
+            "newest_records": infos[:5],
         },
-        "leaderboard": leaderboard.leaderboard(hub, {"limit": "10"}),
-        "results": _block(results.list_results(hub, {**params, "limit": "10"})),
+        "leaderboard": ranking["rows"],
+        "leaderboard_meta": {k: v for k, v in ranking.items() if k != "rows"},
+        "recent_messages": messages["items"],
+        "recent_results": recent_results["items"],
+        "messages": messages,
+        "results": recent_results,
         "inbox": inbox_block,
+        "stats": trace_stats[0] if trace_stats else None,
+        "stats_line": trace_stats[1] if trace_stats else None,
         **live_blocks(hub, as_handle, since, after),
     }
-    stats_line = traces.digest_line(hub)
-    if stats_line is not None:  # omitted until the first trace is shared
-        body["stats"] = stats_line
-    return body
+
+
+def _joined_key(value: object) -> str:
+    """Registration times of either shape (ours ISO, agent-collabs' `YYYY-MM-DD HH:MM
+    UTC`) on one comparable axis."""
+    moment = naming.parse_moment(value)
+    return naming.iso_now(moment, "milliseconds") if moment else str(value or "")
 
 
 def live_blocks(

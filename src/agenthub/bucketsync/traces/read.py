@@ -14,10 +14,14 @@ from agenthub.bucketsync.traces.write import (
     MANIFEST,
     SESSION_RE,
     TOKEN_FIELDS,
+    TOTAL_FIELDS,
     TRACES,
-    parse_moment,
+    tool_calls_of,
     trace_dir,
+    usage_of,
 )
+
+EXCERPT_CHARS = 280
 
 
 def _listed(hub: Hub) -> listing.Listed:
@@ -33,20 +37,44 @@ def _listed(hub: Hub) -> listing.Listed:
     return hub.read_model.derived(TRACES, "traces", build)
 
 
+def _text(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def _excerpt(body: str) -> str:
+    text = body.strip()
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS].rstrip() + "…"
+
+
 def _render(key: str, record: Record) -> dict[str, Any]:
+    """One library entry: our record (`id`, `frontmatter`, `manifest_path`, `log_files`)
+    plus agent-collabs' flat `TraceSummary` fields (`path` is the session folder)."""
     agent, session = key.split("/", 1)
     fm = record.frontmatter
-    item: dict[str, Any] = {
+    usage = usage_of(fm)
+    folder = trace_dir(agent, session)
+    # Central paths, as agent-collabs answers (the manifest keeps the bare names).
+    log_files = [folder + str(name) for name in fm.get("log_files") or []]
+    return {
         "id": key,
         "agent": agent,
         "session_id": session,
+        "harness": _text(fm.get("harness")),
+        "model": _text(fm.get("model")),
+        "share": _text(fm.get("share")),
+        "completeness": _text(fm.get("completeness")),
+        "promoted_at": _text(fm.get("promoted_at")),
+        "started_at": _text(fm.get("started_at")),
+        "total_tokens": usage["total"] if usage else None,
+        "tool_calls": tool_calls_of(fm),
+        "result_ref": _text(fm.get("result_ref")),
+        "summary_excerpt": _excerpt(record.body),
+        "path": folder,
+        "manifest_path": record.path,
+        "primary_log_file": log_files[0] if fm.get("share") == "full" and log_files else None,
         "frontmatter": fm,
-        "path": record.path,
-        "log_files": list(fm.get("log_files") or []),
+        "log_files": log_files,
     }
-    if fm.get("share") == "full" and item["log_files"]:
-        item["primary_log_file"] = trace_dir(agent, session) + item["log_files"][0]
-    return item
 
 
 def list_traces(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
@@ -68,7 +96,7 @@ def list_traces(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _stamp(record: Record | None) -> str | None:
-    moment = parse_moment(record.frontmatter.get("promoted_at")) if record else None
+    moment = naming.parse_moment(record.frontmatter.get("promoted_at")) if record else None
     return naming.stamp(moment) if moment else None
 
 
@@ -84,53 +112,92 @@ def get_trace(hub: Hub, agent_id: str, session: str) -> dict[str, Any]:
 
 
 def stats(hub: Hub) -> dict[str, Any]:
-    """The project's token aggregate: a reported floor (BS-10.12). Sessions without token
-    counts are excluded and counted; a field nobody reported stays null."""
+    """The project's token aggregate: a reported floor (seed §10). A session counts when
+    its manifest reports token counts (either dialect); the others are excluded and
+    counted in `sessions_missing_tokens`. The keys are agent-collabs' `StatsResponse`
+    (`tokens` with integer totals, `agents_reporting`, `by_model`, `by_agent`, `by_day`,
+    `generated_at`) plus ours (`sessions`, `tokens_reported`: a field nobody reported is
+    null there, `tool_calls`, `by_harness`, `note`)."""
     listed = _listed(hub)
     records = hub.read_model.records(list(listed.paths.values()), TRACES)
-    totals: dict[str, int | None] = dict.fromkeys(TOKEN_FIELDS)
+    totals = dict.fromkeys(TOTAL_FIELDS, 0)
+    reported: dict[str, int | None] = dict.fromkeys(TOKEN_FIELDS)
+    by_model: dict[str, dict[str, int]] = {}
+    by_agent: dict[str, dict[str, int]] = {}
+    by_day: dict[str, dict[str, int]] = {}
+    agents: set[str] = set()
     tool_calls: int | None = None
     cost: float | None = None
     counted = missing = 0
     by_harness: dict[str, int] = {}
-    for record in records.values():
+    for key, path in listed.paths.items():
+        record = records.get(path)
+        if record is None:
+            continue
+        agent = key.split("/", 1)[0]
+        agents.add(agent)
         fm = record.frontmatter
         harness = str(fm.get("harness") or "unknown")
         by_harness[harness] = by_harness.get(harness, 0) + 1
-        tokens = fm.get("tokens")
-        if not isinstance(tokens, Mapping) or all(tokens.get(f) is None for f in TOKEN_FIELDS):
+        usage = usage_of(fm)
+        if usage is None:
             missing += 1
             continue
         counted += 1
+        day = _day(fm.get("started_at")) or _day(fm.get("promoted_at")) or "unknown"
+        for bucket in (
+            totals,
+            by_model.setdefault(str(fm.get("model") or "unknown"), dict.fromkeys(TOTAL_FIELDS, 0)),
+            by_agent.setdefault(agent, dict.fromkeys(TOTAL_FIELDS, 0)),
+            by_day.setdefault(day, dict.fromkeys(TOTAL_FIELDS, 0)),
+        ):
+            for name, value in usage.items():
+                bucket[name] += value
         for name in TOKEN_FIELDS:
-            value = tokens.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                totals[name] = (totals[name] or 0) + value
-        if isinstance(fm.get("tool_calls"), int):
-            tool_calls = (tool_calls or 0) + fm["tool_calls"]
+            if name in usage:
+                reported[name] = (reported[name] or 0) + usage[name]
+        calls = tool_calls_of(fm)
+        if calls is not None:
+            tool_calls = (tool_calls or 0) + calls
         if isinstance(fm.get("cost_usd"), int | float) and not isinstance(fm.get("cost_usd"), bool):
             cost = (cost or 0.0) + float(fm["cost_usd"])
     return {
-        "sessions": len(records),
+        "tokens": totals,
+        "cost_usd": round(cost, 6) if cost is not None else None,
         "sessions_counted": counted,
         "sessions_missing_tokens": missing,
-        "tokens": totals,
+        "agents_reporting": len(agents),
+        "by_model": dict(sorted(by_model.items())),
+        "by_agent": dict(sorted(by_agent.items())),
+        "by_day": dict(sorted(by_day.items())),
+        "generated_at": naming.iso_now(hub.clock.now()),
+        "sessions": len(records),
+        "tokens_reported": reported,
         "tool_calls": tool_calls,
-        "cost_usd": cost,
         "by_harness": dict(sorted(by_harness.items())),
         "note": "a reported floor: only shared sessions with token counts are summed",
     }
 
 
-def digest_line(hub: Hub) -> str | None:
-    """One line for the digest; None until the first trace is shared (BS-10.13)."""
+def _day(value: Any) -> str | None:
+    moment = naming.parse_moment(value)
+    return moment.date().isoformat() if moment else None
+
+
+def digest_stats(hub: Hub) -> tuple[dict[str, int], str] | None:
+    """The digest's `stats` object (agent-collabs' `DigestStats`) and our one-line
+    summary; None until the first trace is shared (seed §10)."""
     summary = stats(hub)
     if not summary["sessions"]:
         return None
-    tokens = summary["tokens"]
-    known = sum(v for v in tokens.values() if v)
-    return (
-        f"{summary['sessions']} sessions shared, {known:,} tokens reported "
+    block = {
+        "total_tokens": summary["tokens"]["total"],
+        "sessions_counted": summary["sessions_counted"],
+        "agents_reporting": summary["agents_reporting"],
+    }
+    line = (
+        f"{summary['sessions']} sessions shared, {summary['tokens']['total']:,} tokens reported "
         f"({summary['sessions_missing_tokens']} without counts), "
         f"{summary['tool_calls'] or 0:,} tool calls"
     )
+    return block, line

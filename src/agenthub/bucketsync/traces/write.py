@@ -1,6 +1,13 @@
 """Trace & stats sharing (seed §10): agents promote a session's `manifest.md` (and, with
-`share: full`, the one native log it declares) from `traces/<session>/` in their scratch
-bucket; the library lives at `traces/{agent}/{session}/` in the central bucket.
+`share: full`, the one native log it declares) from `traces/<session>` (with or without
+the trailing slash) in their scratch bucket; the library lives at
+`traces/{agent}/{session}/` in the central bucket.
+
+Two manifest dialects are read (docs/compatibility.md): ours (`tokens{input, output,
+cache_read, cache_creation}`, `tool_calls`) and agent-collabs' (`usage{total_tokens,
+input_tokens, output_tokens, cache_read[_input]_tokens, cache_creation[_input]_tokens,
+reasoning_tokens}`, `activity{tool_calls}`). `usage_of` maps both onto one shape; what a
+manifest says is counted as it says it (no de-duplication of a client's own counting).
 
 Records key on (agent, session) and are updatable: a re-POST replaces the manifest and
 can upgrade `stats` to `full`; a later `stats` re-POST never drops a log already shared.
@@ -12,7 +19,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, naming
@@ -32,10 +38,23 @@ MANIFEST = "manifest.md"
 SHARES = ("stats", "full")
 ADAPTED_HARNESSES = ("claude-code", "codex")
 TOKEN_FIELDS = ("input", "output", "cache_read", "cache_creation")
+# The project totals' fields (agent-collabs' `TokenTotals`): ours plus `total`, `reasoning`.
+TOTAL_FIELDS = ("total", *TOKEN_FIELDS, "reasoning")
+# agent-collabs' `usage.<key>` -> our field; both spellings of the cache counts are read.
+USAGE_KEYS = {
+    "total_tokens": "total",
+    "input_tokens": "input",
+    "output_tokens": "output",
+    "cache_read_tokens": "cache_read",
+    "cache_read_input_tokens": "cache_read",
+    "cache_creation_tokens": "cache_creation",
+    "cache_creation_input_tokens": "cache_creation",
+    "reasoning_tokens": "reasoning",
+}
 SERVER_FIELDS = ("agent", "promoted_at", "via", "share", "completeness", "log_files")
 SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SOURCE_PATH_RE = re.compile(r"^traces/([^/]+)/$")
-SOURCE_HINT = "promote the folder: hf://buckets/{ORG}/{COLLAB_SLUG}-{agent}/traces/<session>/"
+SOURCE_PATH_RE = re.compile(r"^traces/([^/]+)/?$")
+SOURCE_HINT = "promote the folder: hf://buckets/{ORG}/{COLLAB_SLUG}-{agent}/traces/<session>"
 
 
 def trace_dir(agent_id: str, session: str) -> str:
@@ -74,6 +93,17 @@ def validate_manifest(fm: Mapping[str, Any], session: str) -> None:
                 raise InvalidFrontmatter(f"tokens_by_model.{model} must be a mapping")
             for name, value in counts.items():
                 _count(f"tokens_by_model.{model}.{name}", value)
+    usage = fm.get("usage")
+    if usage is not None:
+        if not isinstance(usage, Mapping):
+            raise InvalidFrontmatter("usage must be a mapping of token counts or null")
+        for name in USAGE_KEYS:
+            _count(f"usage.{name}", usage.get(name))
+    activity = fm.get("activity")
+    if activity is not None:
+        if not isinstance(activity, Mapping):
+            raise InvalidFrontmatter("activity must be a mapping or null")
+        _count("activity.tool_calls", activity.get("tool_calls"))
     _count("tool_calls", fm.get("tool_calls"))
     cost = fm.get("cost_usd")
     if cost is not None and (
@@ -85,7 +115,7 @@ def validate_manifest(fm: Mapping[str, Any], session: str) -> None:
         raise InvalidFrontmatter(f"cost_usd must be a non-negative number or null, got {cost!r}")
     for name in ("started_at", "ended_at"):
         value = fm.get(name)
-        if value is not None and parse_moment(value) is None:
+        if value is not None and naming.parse_moment(value) is None:
             raise InvalidFrontmatter(
                 f"{name} {value!r} is not a timestamp", hint=f"{name}: 2026-03-02T10:00:00Z"
             )
@@ -100,23 +130,47 @@ def _count(name: str, value: Any) -> None:
         )
 
 
-def parse_moment(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str):
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_of(fm: Mapping[str, Any]) -> dict[str, int] | None:
+    """The token counts a manifest reports, in either dialect, keyed by `TOTAL_FIELDS`;
+    None when it reports none (unknown, never 0). `total` is the manifest's own total
+    when it states one, else the sum of the parts it reports."""
+    counts: dict[str, int] = {}
+    tokens = fm.get("tokens")
+    if isinstance(tokens, Mapping):
+        for name in (*TOKEN_FIELDS, "total", "reasoning"):
+            value = _int(tokens.get(name))
+            if value is not None:
+                counts[name] = value
+    usage = fm.get("usage")
+    if isinstance(usage, Mapping):
+        for key, name in USAGE_KEYS.items():
+            value = _int(usage.get(key))
+            if value is not None and name not in counts:
+                counts[name] = value
+    if not counts:
         return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if "total" not in counts:
+        counts["total"] = sum(counts.get(name, 0) for name in TOKEN_FIELDS)
+    return counts
+
+
+def tool_calls_of(fm: Mapping[str, Any]) -> int | None:
+    """`tool_calls` (ours) or `activity.tool_calls` (agent-collabs'); None when unknown."""
+    mine = _int(fm.get("tool_calls"))
+    if mine is not None:
+        return mine
+    activity = fm.get("activity")
+    return _int(activity.get("tool_calls")) if isinstance(activity, Mapping) else None
 
 
 def completeness(fm: Mapping[str, Any]) -> str:
     """`full` iff a known-harness adapter delivered tokens and tool calls (BS-10.9)."""
-    tokens = fm.get("tokens")
-    has_tokens = isinstance(tokens, Mapping) and any(v is not None for v in tokens.values())
-    has_tools = isinstance(fm.get("tool_calls"), int)
+    has_tokens = usage_of(fm) is not None
+    has_tools = tool_calls_of(fm) is not None
     return (
         "full" if fm.get("harness") in ADAPTED_HARNESSES and has_tokens and has_tools else "partial"
     )
@@ -140,9 +194,10 @@ def promote_trace(
 
     source = claim_source(hub, source_uri, check=session_of)
     session = session_of(source)
-    files = {e.path: e for e in hub.store.list(source.bucket, source.path, recursive=True)}
-    manifest_entry = files.get(source.path + MANIFEST)
-    data = hub.store.read(source.bucket, source.path + MANIFEST) if manifest_entry else None
+    folder = source.path.rstrip("/") + "/"  # both forms name the same folder
+    files = {e.path: e for e in hub.store.list(source.bucket, folder, recursive=True)}
+    manifest_entry = files.get(folder + MANIFEST)
+    data = hub.store.read(source.bucket, folder + MANIFEST) if manifest_entry else None
     if data is None:
         raise InvalidPath(
             f"{source_uri} has no {MANIFEST}",
@@ -156,19 +211,26 @@ def promote_trace(
     previous = hub.read_model.record(dest + MANIFEST, TRACES)
     log_files: list[str] = list((previous.frontmatter.get("log_files") if previous else None) or [])
     copies = []
+    bytes_copied = 0
     if share == "full":
         native = client.get("native_log_file")
-        if not isinstance(native, str) or native == MANIFEST or "/" in native:
+        if not isinstance(native, str) or not native.strip():
+            raise InvalidFrontmatter(
+                "share: full needs manifest.native_log_file naming the session log",
+                hint="run share_trace.py --full, which declares the session log it uploads",
+            )
+        native = native.strip()
+        if native == MANIFEST or "/" in native:
             raise InvalidPath(
                 "share: full needs manifest.native_log_file naming one file beside the manifest",
                 hint="run share_trace.py --full, which declares the session log it uploads",
             )
         naming.validate_components(native)
-        entry = files.get(source.path + native)
+        entry = files.get(folder + native)
         if entry is None:
             raise InvalidPath(
                 f"the declared log {native!r} is not in {source_uri}",
-                hint=f"upload it to {source_uri}{native} first",
+                hint=f"upload it to {source_uri.rstrip('/')}/{native} first",
             )
         if entry.size > hub.settings.sync_max_bytes:
             raise SyncTooLarge(
@@ -177,6 +239,7 @@ def promote_trace(
                 hint="share stats only",
             )
         copies.append((source.bucket, entry.content_hash, dest + native))
+        bytes_copied = entry.size
         if native not in log_files:
             log_files.append(native)
     elif previous is not None and previous.frontmatter.get("share") == "full":
@@ -185,7 +248,7 @@ def promote_trace(
     stamped = {
         **client,
         "agent": source.agent_id,
-        "promoted_at": hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "promoted_at": naming.iso_now(hub.clock.now(), "milliseconds"),
         "via": "bucket",
         "share": share,
         "completeness": completeness(client),
@@ -209,10 +272,13 @@ def promote_trace(
     return {
         "agent": source.agent_id,
         "session_id": session,
-        "path": dest + MANIFEST,
+        "path": dest,  # the folder, as agent-collabs answers (its client links to it)
+        "manifest_path": dest + MANIFEST,
+        "files_copied": len(copies),
+        "bytes_copied": bytes_copied,
         "share": share,
         "completeness": stamped["completeness"],
-        "log_files": log_files,
+        "log_files": [dest + name for name in log_files],  # central paths, as listed
     }
 
 
