@@ -95,6 +95,13 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(allowed)
 
 
+def documented(
+    model: type[Any], descriptions: Mapping[int, str], *statuses: int
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` for these error statuses, each with the body `model`."""
+    return {status: {"model": model, "description": descriptions[status]} for status in statuses}
+
+
 # Methods whose repeat changes nothing more than the first run did.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
 RETRY_AFTER_S = 1

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agenthub.httperrors import documented
+
 
 class ErrorDetail(BaseModel):
     code: str
@@ -35,10 +37,7 @@ _DESCRIPTIONS = {
 }
 
 # Every route declares these: authentication, validation and storage failures can reach any.
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": description}
-    for status, description in _DESCRIPTIONS.items()
-}
+ERRORS = documented(ErrorBody, _DESCRIPTIONS, *_DESCRIPTIONS)
 
 
 def served_as(media_type: str) -> dict[int | str, dict[str, Any]]:

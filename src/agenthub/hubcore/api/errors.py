@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from agenthub import httperrors
 from agenthub.httperrors import (
     ErrorBoundary,
     StatusTable,
@@ -103,7 +104,7 @@ _DESCRIPTIONS = {
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses=` for these error statuses, each with the error body."""
-    return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in statuses}
+    return httperrors.documented(Problem, _DESCRIPTIONS, *statuses)
 
 
 # Any route can meet these.
