@@ -3,7 +3,7 @@ budget of generated requests; any server error or answer outside the schema is c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import schemathesis
@@ -31,8 +31,10 @@ def fuzz(
     examples: int = 25,
     headers: dict[str, str] | None = None,
     skip: Iterable[str] = (),
+    fixed_query: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Run every operation `examples` times; the failures, one line each."""
+    """Run every operation `examples` times; the failures, one line each. `fixed_query`
+    pins parameters wherever they appear (a long-poll wait, so no request parks)."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     failures: list[str] = []
     skipped = set(skip)
@@ -54,6 +56,9 @@ def fuzz(
             suppress_health_check=list(HealthCheck),
         )
         def run(case: schemathesis.Case[Any]) -> None:
+            for name, value in (fixed_query or {}).items():
+                if case.query and name in case.query:
+                    case.query[name] = value
             try:
                 case.call_and_validate(base_url=base_url, headers=headers, checks=CHECKS)
             except (Exception, FailureGroup) as exc:  # collect: one report for all operations

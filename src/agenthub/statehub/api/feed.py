@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 
 from agenthub.contracts.inbox_feed import CURSOR_VERSION
 from agenthub.statehub.api.errors import documented
-from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, FeedService
+from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_S, FeedService
 from agenthub.statehub.snapshot import MAX_PAGE_SIZE, PagedSnapshots, stream
 
 router = APIRouter(prefix="/messages/feed", tags=["feed"])
@@ -60,7 +60,13 @@ async def page(
         ),
     ],
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    wait: Annotated[float, Query(description="long-poll seconds, clamped to 0-55")] = 0.0,
+    wait: Annotated[
+        float,
+        Query(
+            description="long-poll seconds, clamped to 0-55",
+            json_schema_extra={"minimum": 0, "maximum": MAX_WAIT_S},
+        ),
+    ] = 0.0,
     source_instance: str | None = None,
     source_epoch: str | None = None,
 ) -> Response:
