@@ -17,6 +17,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
+from agenthub.bucketsync.api.openapi import ERRORS, served_as
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import read as channelviews
@@ -26,7 +27,7 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
 from agenthub.bucketsync.live import updates
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
 logger = logging.getLogger(__name__)
 
 CLIENT_SCRIPT = "collab_watch.sh"
@@ -169,7 +170,7 @@ def watching(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/watch.sh")
+@router.get("/watch.sh", responses=served_as("text/x-shellscript"))
 def watch_script(request: Request) -> Response:
     """The official client, read off disk on every request (a redeploy ships a new one)."""
     hub = hub_of(request)
