@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.exc import DBAPIError
 
 from agenthub.clock import FrozenClock
@@ -17,7 +17,7 @@ from agenthub.hubcore import import_snapshot
 from agenthub.hubcore.app import create_app
 from agenthub.hubcore.bundle_import import receiver_hashes
 from agenthub.hubcore.errors import ConfigurationError
-from agenthub.hubcore.models import ProjectedTombstone
+from agenthub.hubcore.models import ProjectedReceipt, ProjectedTombstone
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import T0, bundle, inbox_bundle, message, ts, uid
@@ -53,6 +53,15 @@ def client(hubcore_url: str, hubcore_db: Database, clock: FrozenClock) -> Iterat
     load(hubcore_db, inbox_bundle())
     with TestClient(create_app(settings(hubcore_url), clock=clock)) as test_client:
         yield test_client
+
+
+def receipt_rows(db: Database) -> list[tuple[Any, ...]]:
+    with db.read_only() as session:
+        rows = session.execute(select(ProjectedReceipt).order_by(ProjectedReceipt.message_id))
+        return [
+            (r.message_id, r.agent, r.delivered_at, r.read_at, r.acknowledged_at)
+            for r in rows.scalars()
+        ]
 
 
 def ids(response: Any) -> list[str]:
@@ -132,6 +141,18 @@ def test_unread_broadcast_follows_the_readers_receipt(client: TestClient) -> Non
     got = ids(client.get(PATH, params={"to_agent": "state-hub", "unread_only": True}, headers=AUTH))
     # 3 is a broadcast state-hub read (its receipt); 4 was read only by bob; 7 is a read direct.
     assert got == [uid(4), uid(1)]
+
+
+def test_peek_is_accepted_and_reads_the_same_unread_set(
+    client: TestClient, hubcore_db: Database
+) -> None:
+    params: dict[str, str | bool] = {"to_agent": "state-hub", "unread_only": True}
+    before = receipt_rows(hubcore_db)
+
+    peeked = ids(client.get(PATH, params={**params, "peek": True}, headers=AUTH))
+
+    assert peeked == ids(client.get(PATH, params=params, headers=AUTH)) == [uid(4), uid(1)]
+    assert receipt_rows(hubcore_db) == before
 
 
 def test_from_agent_is_an_exact_match(client: TestClient) -> None:

@@ -33,6 +33,9 @@ class ListQuery:
     kind: str | None = None
     include_archived: bool = False
     limit: int = 50
+    # Look without consuming: an unread read that stamps no `delivered_at`, so a
+    # poller can check the inbox and leave the messages unread for the reader.
+    peek: bool = False
 
 
 class InboxService:
@@ -176,10 +179,10 @@ class InboxService:
                 f"limit {query.limit} is out of range", hint=f"use 1..{MAX_LIST_LIMIT}"
             )
         now = self.clock.now()
-        # Only a stamping read (unread_only with a reader) writes, and only when a
-        # broadcast it returns has no delivery stamp yet: a repeated read (the
-        # common case) is answered from a read transaction, without the write lock.
-        reader = query.to_agent if query.unread_only else None
+        # Only a stamping read (unread_only with a reader, not a peek) writes, and
+        # only when a broadcast it returns has no delivery stamp yet: a repeated read
+        # (the common case) is answered from a read transaction, without the write lock.
+        reader = query.to_agent if query.unread_only and not query.peek else None
         with self.db.read() as session:
             messages, canonical = self._list(session, query, now)
             if reader is None or not self._undelivered(session, canonical, messages):

@@ -51,6 +51,17 @@ def statehub_inbox(
     from_agent: Annotated[str | None, Query(json_schema_extra=SLUG_SCHEMA)] = None,
     unread_only: bool = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    peek: Annotated[
+        bool,
+        Query(
+            description=(
+                "State Hub's `peek`: return the unread set without stamping "
+                "`delivered_at`. The projection never writes, so every read here is a "
+                "peek; the parameter is accepted so a poller can send the same query "
+                "to either service."
+            )
+        ),
+    ] = False,
 ) -> list[MessageRead]:
     page = service.list(
         InboxQuery(to_agent=to_agent, from_agent=from_agent, unread_only=unread_only, limit=limit)

@@ -47,6 +47,10 @@ def list_messages(
     kind: Kind | None = None,
     include_archived: bool = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+    peek: Annotated[
+        bool,
+        Query(description="Return the unread set without stamping `delivered_at`."),
+    ] = False,
 ) -> list[MessageRead]:
     query = ListQuery(
         to_agent=to_agent,
@@ -55,6 +59,7 @@ def list_messages(
         kind=kind,
         include_archived=include_archived,
         limit=limit,
+        peek=peek,
     )
     return [MessageRead.model_validate(m) for m in service.list_messages(query)]
 
