@@ -1,6 +1,6 @@
 """Two real `agenthub bucketsync serve` processes sharing one data directory and one Redis
 (bucketsync.md "Scaling out"): a waiter on one is woken by a post on the other, and the
-raw-message limit holds across both."""
+raw-message limit holds across both, its X-RateLimit-* headers counting one shared window."""
 
 from __future__ import annotations
 
@@ -114,9 +114,17 @@ def test_bs_13_33_two_serve_processes_share_wakes_and_limits(
     assert page["watch"]["status"] == "delivered"
     assert page["items"] == [sent["filename"]]
     assert time.monotonic() - started < 10
-    statuses = [(a if i % 2 else b).raw("agent-1", f"n{i}").status_code for i in range(5)]
+    answers = [(a if i % 2 else b).raw("agent-1", f"n{i}") for i in range(5)]
     # One message was already sent above: 5/min across both workers.
-    assert statuses == [201, 201, 201, 201, 429]
+    assert [r.status_code for r in answers] == [201, 201, 201, 201, 429]
+    # The X-RateLimit-* headers count the shared window down, whichever worker answers.
+    assert [r.headers["X-RateLimit-Limit"] for r in answers] == ["5"] * 5
+    assert [r.headers["X-RateLimit-Remaining"] for r in answers] == ["3", "2", "1", "0", "0"]
+    resets = [int(r.headers["X-RateLimit-Reset"]) for r in answers]
+    assert all(0 < reset <= 60 for reset in resets)
+    # The moving window frees its oldest hit first: the 429 waits no longer than the first.
+    assert resets[-1] <= resets[0]
+    assert answers[-1].headers["Retry-After"] == answers[-1].headers["X-RateLimit-Reset"]
 
 
 def test_done_when_two_exec_watchers_on_two_workers_hear_each_other(

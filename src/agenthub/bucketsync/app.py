@@ -18,6 +18,7 @@ from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
+from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
 from agenthub.bucketsync.board import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
@@ -272,6 +273,8 @@ def create_app(
     app.state.scoring = scoring
     errors.install(app)
     app.add_middleware(IdempotencyKeys, keys=keys)
+    # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
+    app.add_middleware(RateLimitHeaders)
     # Added last, so outermost: an oversized body is refused before anything reads it.
     app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
     app.include_router(live.router)

@@ -4,7 +4,6 @@ for domain errors, request-shape errors, unknown routes and anything unexpected.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agenthub.bucketsync.core.limiter import whole_seconds
 from agenthub.bucketsync.errors import (
     AgentIdTaken,
     AlreadyPromoted,
@@ -118,7 +118,7 @@ def _describe(exc: RequestValidationError) -> tuple[str, str, str]:
 def retry_after(exc: BucketSyncError) -> dict[str, str]:
     """`Retry-After` for the errors a client should retry, none for the others."""
     if isinstance(exc, RateLimited):
-        return {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+        return {"Retry-After": str(max(1, whole_seconds(exc.retry_after_s)))}
     if isinstance(exc, StorageUnavailable):
         return {"Retry-After": "5"}
     if isinstance(exc, QuotaBackendUnavailable):

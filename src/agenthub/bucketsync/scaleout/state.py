@@ -18,7 +18,7 @@ from limits.strategies import MovingWindowRateLimiter
 from redis.exceptions import LockError
 
 from agenthub.bucketsync.core.dedup import PromotionDedup
-from agenthub.bucketsync.core.limiter import Rate
+from agenthub.bucketsync.core.limiter import Quota, Rate, report
 from agenthub.bucketsync.core.locks import busy
 from agenthub.bucketsync.errors import AlreadyPromoted, RateLimited, StorageUnavailable
 
@@ -55,6 +55,7 @@ class RedisLimiter:
                 if not self._limiter.test(item, key):
                     stats = self._limiter.get_window_stats(item, key)
                     wait = max(0.0, stats.reset_time - time.time())
+                    report([Quota(item.amount, 0, wait)])
                     raise RateLimited(
                         f"{self.name} rate limit reached for {key}",
                         retry_after_s=wait,
@@ -62,6 +63,14 @@ class RedisLimiter:
                     )
             for item in self._items:
                 self._limiter.hit(item, key)
+            now = time.time()
+            standing = [(item, self._limiter.get_window_stats(item, key)) for item in self._items]
+            report(
+                [
+                    Quota(item.amount, stats.remaining, max(0.0, stats.reset_time - now))
+                    for item, stats in standing
+                ]
+            )
         except (StorageError, redis.RedisError) as exc:
             raise _unavailable(exc) from exc
 
