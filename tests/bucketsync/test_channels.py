@@ -425,9 +425,9 @@ def test_bs_13_30_digest_updates_block_counts_unread_after_the_cursor(room: Live
     first = room.raw("agent-1", "one @agent-2").json()["filename"]
     second = room.raw("agent-1", "two @agent-2").json()["filename"]
     block = room.client.get("/v1/digest?as=agent-2").json()["updates"]
-    assert block == {"unread": 2, "newest": second}
+    assert block == {"unread": 2, "mentions": 2, "newest": second}
     after = room.client.get(f"/v1/digest?as=agent-2&after={first}").json()["updates"]
-    assert after == {"unread": 1, "newest": second}
+    assert after == {"unread": 1, "mentions": 1, "newest": second}
     assert room.client.get("/v1/digest").json()["updates"] is None
 
 

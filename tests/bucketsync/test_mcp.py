@@ -38,11 +38,18 @@ def mcp_env(server: Server, agent: str = "agent-1", **extra: str) -> dict[str, s
     }
 
 
-def with_mcp(env: dict[str, str], body: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+def with_mcp(
+    env: dict[str, str],
+    body: Callable[[ClientSession], Awaitable[Any]],
+    *,
+    command: str = sys.executable,
+    args: list[str] | None = None,
+) -> Any:
+    """Start the MCP server (by default this interpreter's `agenthub bucketsync mcp`)."""
+    argv = ["-m", "agenthub.cli", "bucketsync", "mcp"] if args is None else args
+
     async def main() -> Any:
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "agenthub.cli", "bucketsync", "mcp"], env=env
-        )
+        params = StdioServerParameters(command=command, args=argv, env=env)
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             return await asyncio.wait_for(body(session), timeout=60)

@@ -259,6 +259,15 @@ def test_the_readme_tells_agents_how_verification_and_mcp_work(tmp_path: Path) -
     )
 
 
+def test_readme_points_to_the_harness_setup_and_llms_txt(challenge_file: Path) -> None:
+    for target in ("local", "hf"):
+        readme = agent_readme(
+            load(challenge_file), service_url="http://hub.test", clients=[], target=target
+        )
+        assert "'http://hub.test/v1/setup?harness=claude-code&agent_id='$AGENT" in readme
+        assert "http://hub.test/llms.txt" in readme
+
+
 def test_readme_names_the_cli_and_token_of_its_target(challenge_file: Path) -> None:
     challenge = load(challenge_file)
     url = "http://hub.test"

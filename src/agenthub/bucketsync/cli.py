@@ -174,6 +174,21 @@ def mcp() -> None:
         raise CliError(str(exc)) from exc
 
 
+@app.command()
+def unread(
+    url: str = typer.Option(..., "--url", help="bucket-sync's base URL"),
+    agent: str = typer.Option(..., "--agent", help="your agent id"),
+) -> None:
+    """Print "N unread for you (mentions: k)": the harness hook GET /v1/setup configures.
+    Counts only (never a message body), after your watcher's cursor; moves nothing."""
+    from agenthub.bucketsync.agentside.hooks import UnreadError, unread_counts, unread_line
+
+    try:
+        typer.echo(unread_line(*unread_counts(url, agent)))
+    except UnreadError as exc:
+        raise CliError(str(exc), hint="check --url, and that the server is up") from exc
+
+
 verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")
 app.add_typer(verify_app, name="verify")
 

@@ -88,6 +88,16 @@ class HfCliScratchWriter:
             )
 
 
+# What `agenthub bucketsync mcp` needs in its environment (GET /v1/setup fills these in);
+# BUCKETSYNC_TOKEN is needed too in local mode, COLLAB_WATCH_DIR is optional.
+REQUIRED_ENV = (
+    ("BUCKETSYNC_URL", "bucket-sync's base URL, e.g. http://127.0.0.1:8300"),
+    ("AGENT_ID", "your registered agent id"),
+    ("SCRATCH_BUCKET", "your scratch bucket, e.g. acme/primes-my-agent"),
+)
+TOKEN_ENV = "BUCKETSYNC_TOKEN"
+
+
 @dataclass(frozen=True)
 class McpConfig:
     url: str
@@ -99,15 +109,7 @@ class McpConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> McpConfig:
         env = os.environ if env is None else env
-        missing = [
-            f"{name} ({why})"
-            for name, why in (
-                ("BUCKETSYNC_URL", "bucket-sync's base URL, e.g. http://127.0.0.1:8300"),
-                ("AGENT_ID", "your registered agent id"),
-                ("SCRATCH_BUCKET", "your scratch bucket, e.g. acme/primes-my-agent"),
-            )
-            if not env.get(name)
-        ]
+        missing = [f"{name} ({why})" for name, why in REQUIRED_ENV if not env.get(name)]
         if missing:
             raise McpConfigError("set " + "; ".join(missing))
         watch_dir = env.get("COLLAB_WATCH_DIR")
@@ -115,7 +117,7 @@ class McpConfig:
             url=env["BUCKETSYNC_URL"].rstrip("/"),
             agent_id=env["AGENT_ID"],
             scratch_bucket=env["SCRATCH_BUCKET"].strip("/"),
-            token=env.get("BUCKETSYNC_TOKEN") or None,
+            token=env.get(TOKEN_ENV) or None,
             watch_dir=Path(watch_dir) if watch_dir else None,
         )
 

@@ -90,5 +90,11 @@ def digest_blocks(
     )
     return {
         "watching": presence,
-        "updates": {"unread": len(unread), "newest": keys[-1] if keys else None},
+        "updates": {
+            "unread": len(unread),
+            # Of those, the ones in your inbox (you were mentioned or referenced); the rest
+            # are broadcasts and `notify: all` channel posts.
+            "mentions": sum(1 for key in unread if "mention" in current.reasons.get(key, ())),
+            "newest": keys[-1] if keys else None,
+        },
     }
