@@ -4,7 +4,12 @@ PostgreSQL (contract §2, §8): a sequence, a per-transaction cache in the GUC
 `statehub.inbox_rev`, and one of two revision sources —
 
 * `lock` (default): `nextval` under `pg_advisory_xact_lock(5348490098)`, so
-  commit order equals revision order and any visible maximum is a watermark;
+  commit order equals revision order and any visible maximum is a watermark.
+  The lock is taken at commit, not at the first write: rows are written with a
+  provisional revision (minus the writer's xid, never a served value), and a
+  DEFERRABLE INITIALLY DEFERRED constraint trigger on each feed table draws the
+  transaction's one revision when the commit starts and rewrites those rows, so
+  the lock is held only from there to the commit's end (migration 0003);
 * `xid`: the writer's `pg_current_xact_id()` (plus a fixed offset that keeps
   revisions monotonic across a mode switch); the feed serves only below
   `pg_snapshot_xmin(pg_current_snapshot())`, so writers never serialize.
@@ -160,6 +165,114 @@ PG_DDL = (
     PG_TRIGGERS,
 )
 
+# -- PostgreSQL, `lock` drawn at commit (migration 0003) ------------------------
+
+# Until the commit draws it, a transaction's revision is minus its xid: unique to
+# the transaction, below every served revision, and never visible to a reader
+# (the rows are rewritten before the commit makes them visible).
+PG_REVISION_FUNCTION_LOCK_AT_COMMIT = """
+CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    tx text := pg_current_xact_id()::text;
+    cached text := current_setting('statehub.inbox_rev', true);
+BEGIN
+    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN
+        RETURN split_part(cached, ':', 2)::bigint;
+    END IF;
+    RETURN -(tx::bigint);
+END
+$$;
+"""
+
+PG_COMMIT_FUNCTION_LOCK = f"""
+CREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    tx text := pg_current_xact_id()::text;
+    cached text := current_setting('statehub.inbox_rev', true);
+    rev bigint;
+BEGIN
+    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN
+        rev := split_part(cached, ':', 2)::bigint;
+    ELSE
+        -- Held from here to the commit's end: commit order equals revision order.
+        PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
+        rev := nextval('inbox_revision_seq');
+        PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+        -- Wakes long-polling feed readers on every State Hub worker at commit.
+        PERFORM pg_notify('{WAKE_CHANNEL}', '');
+    END IF;
+    PERFORM inbox_feed_settle(TG_TABLE_NAME, NEW, rev);
+    RETURN NULL;
+END
+$$;
+"""
+
+
+def pg_commit_function_xid(offset: int) -> str:
+    """`xid` writes no provisional rows; one left by a transaction that began under
+    `lock` and commits after a switch takes its own xid's revision, as in `xid`."""
+    return f"""
+CREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM inbox_feed_settle(TG_TABLE_NAME, NEW,
+                              pg_current_xact_id()::text::bigint + {int(offset)});
+    RETURN NULL;
+END
+$$;
+"""
+
+
+# Rewrites one provisional row (it may since have been changed again or deleted
+# in the same transaction: then it matches nothing, or a later event settles it).
+PG_SETTLE_FUNCTION = """
+CREATE OR REPLACE FUNCTION inbox_feed_settle(tbl name, r record, rev bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF tbl = 'agent_messages' THEN
+        UPDATE agent_messages SET revision = rev WHERE id = r.id AND revision < 0;
+    ELSIF tbl = 'message_receipts' THEN
+        UPDATE message_receipts SET revision = rev
+        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;
+    ELSIF tbl = 'message_tombstones' THEN
+        UPDATE message_tombstones SET revision = rev
+        WHERE message_id = r.message_id AND revision < 0;
+    ELSE
+        UPDATE receipt_tombstones SET revision = rev
+        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;
+    END IF;
+END
+$$;
+"""
+
+FEED_TABLES = ("agent_messages", "message_receipts", "message_tombstones", "receipt_tombstones")
+
+PG_COMMIT_TRIGGERS = "".join(
+    f"""
+CREATE CONSTRAINT TRIGGER {table}_commit_revision AFTER INSERT OR UPDATE ON {table}
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)
+    EXECUTE FUNCTION inbox_feed_commit();"""
+    for table in FEED_TABLES
+)
+
+PG_COMMIT_DDL = (
+    PG_REVISION_FUNCTION_LOCK_AT_COMMIT,
+    PG_SETTLE_FUNCTION,
+    PG_COMMIT_FUNCTION_LOCK,
+    PG_COMMIT_TRIGGERS,
+)
+
+PG_COMMIT_DROP = (
+    *(
+        f"DROP TRIGGER IF EXISTS {table}_commit_revision ON {table}"
+        for table in reversed(FEED_TABLES)
+    ),
+    "DROP FUNCTION IF EXISTS inbox_feed_commit()",
+    "DROP FUNCTION IF EXISTS inbox_feed_settle(name, record, bigint)",
+)
+
 PG_DROP = (
     "DROP TRIGGER IF EXISTS message_receipts_tombstone ON message_receipts",
     "DROP TRIGGER IF EXISTS agent_messages_tombstone ON agent_messages",
@@ -262,11 +375,11 @@ SQLITE_CLOSE = "UPDATE inbox_revision_state SET open = 0, delete_reason = NULL W
 
 def ddl_for(dialect: str) -> tuple[str, ...]:
     if dialect == "postgresql":
-        return PG_DDL
+        return PG_DDL + PG_COMMIT_DDL
     if dialect == "sqlite":
         return SQLITE_DDL
     raise ValueError(f"no revision machinery for {dialect}")
 
 
 def drop_for(dialect: str) -> tuple[str, ...]:
-    return PG_DROP if dialect == "postgresql" else SQLITE_DROP
+    return PG_COMMIT_DROP + PG_DROP if dialect == "postgresql" else SQLITE_DROP

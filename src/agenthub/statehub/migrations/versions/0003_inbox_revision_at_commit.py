@@ -1,0 +1,73 @@
+"""`lock` mode draws the revision at commit: a deferred constraint trigger per feed table.
+
+Revision ID: 0003_inbox_revision_at_commit
+Revises: 0002_inbox_feed_revision
+Create Date: 2026-12-01
+
+Rows are written with a provisional revision (minus the writer's xid); a
+DEFERRABLE INITIALLY DEFERRED constraint trigger takes the advisory lock, draws
+the transaction's revision and rewrites them when the commit starts, so the lock
+is no longer held from the first write. PostgreSQL only: SQLite has one writer.
+
+The DDL below is a frozen copy of `agenthub.statehub.revisions.PG_COMMIT_DDL` as
+of this revision (a test asserts they are identical). A database in `xid` mode
+keeps its revision function; State Hub installs that mode's commit function at
+startup (`source.prepare`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0003_inbox_revision_at_commit"
+down_revision: str | None = "0002_inbox_feed_revision"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+PG_COMMIT_DDL = (
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        RETURN split_part(cached, ':', 2)::bigint;\n    END IF;\n    RETURN -(tx::bigint);\nEND\n$$;\n",
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_settle(tbl name, r record, rev bigint) RETURNS void\nLANGUAGE plpgsql AS $$\nBEGIN\n    IF tbl = 'agent_messages' THEN\n        UPDATE agent_messages SET revision = rev WHERE id = r.id AND revision < 0;\n    ELSIF tbl = 'message_receipts' THEN\n        UPDATE message_receipts SET revision = rev\n        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;\n    ELSIF tbl = 'message_tombstones' THEN\n        UPDATE message_tombstones SET revision = rev\n        WHERE message_id = r.message_id AND revision < 0;\n    ELSE\n        UPDATE receipt_tombstones SET revision = rev\n        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;\n    END IF;\nEND\n$$;\n",
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\n    rev bigint;\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        rev := split_part(cached, ':', 2)::bigint;\n    ELSE\n        -- Held from here to the commit's end: commit order equals revision order.\n        PERFORM pg_advisory_xact_lock(5348490098);\n        rev := nextval('inbox_revision_seq');\n        PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);\n        -- Wakes long-polling feed readers on every State Hub worker at commit.\n        PERFORM pg_notify('statehub_inbox_feed', '');\n    END IF;\n    PERFORM inbox_feed_settle(TG_TABLE_NAME, NEW, rev);\n    RETURN NULL;\nEND\n$$;\n",
+    "\nCREATE CONSTRAINT TRIGGER agent_messages_commit_revision AFTER INSERT OR UPDATE ON agent_messages\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_receipts_commit_revision AFTER INSERT OR UPDATE ON message_receipts\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_tombstones_commit_revision AFTER INSERT OR UPDATE ON message_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER receipt_tombstones_commit_revision AFTER INSERT OR UPDATE ON receipt_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();",
+)
+
+PG_COMMIT_DROP = (
+    "DROP TRIGGER IF EXISTS receipt_tombstones_commit_revision ON receipt_tombstones",
+    "DROP TRIGGER IF EXISTS message_tombstones_commit_revision ON message_tombstones",
+    "DROP TRIGGER IF EXISTS message_receipts_commit_revision ON message_receipts",
+    "DROP TRIGGER IF EXISTS agent_messages_commit_revision ON agent_messages",
+    "DROP FUNCTION IF EXISTS inbox_feed_commit()",
+    "DROP FUNCTION IF EXISTS inbox_feed_settle(name, record, bigint)",
+)
+
+# 0002's `lock` revision function (drawn at the first write), restored on downgrade.
+PG_REVISION_FUNCTION_LOCK_AT_FIRST_WRITE = "\nCREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\n    rev bigint;\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        RETURN split_part(cached, ':', 2)::bigint;\n    END IF;\n    PERFORM pg_advisory_xact_lock(5348490098);\n    rev := nextval('inbox_revision_seq');\n    PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);\n    -- Wakes long-polling feed readers on every State Hub worker at commit.\n    -- Once per transaction; commits are serialized by the lock anyway.\n    PERFORM pg_notify('statehub_inbox_feed', '');\n    RETURN rev;\nEND\n$$;\n"
+
+
+def _mode() -> str:
+    value = op.get_bind().scalar(
+        sa.text("SELECT value FROM statehub_meta WHERE key = 'revision_mode'")
+    )
+    return "xid" if value == "xid" else "lock"
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    revision_function, *rest = PG_COMMIT_DDL
+    if _mode() == "lock":
+        op.execute(revision_function)
+    for statement in rest:
+        op.execute(statement)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    for statement in PG_COMMIT_DROP:
+        op.execute(statement)
+    if _mode() == "lock":
+        op.execute(PG_REVISION_FUNCTION_LOCK_AT_FIRST_WRITE)
