@@ -84,7 +84,7 @@ def test_an_open_writer_does_not_hold_the_lock_and_commit_order_is_revision_orde
     engine = make_engine(pg_url)
     a_rev, b_rev = _revisions(engine, [a_id, b_id])
     with engine.connect() as conn:
-        provisional = conn.execute(
+        provisional: int = conn.execute(
             text(
                 "SELECT (SELECT count(*) FROM agent_messages WHERE revision < 0)"
                 " + (SELECT count(*) FROM message_receipts WHERE revision < 0)"
