@@ -79,20 +79,19 @@ def _race(url: str) -> tuple[uuid.UUID, uuid.UUID]:
 def test_an_open_writer_does_not_hold_the_lock_and_commit_order_is_revision_order(
     pg_url: str,
 ) -> None:
+    """A drew first but B committed first: A draws again at commit and lands above B."""
     a_id, b_id = _race(pg_url)
+    c_id = uuid.uuid4()
+    with psycopg.connect(_libpq(pg_url)) as c:  # no race: keeps the revision it drew
+        c.execute(INSERT, (c_id,))
+        drawn = c.execute("SELECT revision FROM agent_messages WHERE id = %s", (c_id,)).fetchone()
+        c.commit()
 
     engine = make_engine(pg_url)
-    a_rev, b_rev = _revisions(engine, [a_id, b_id])
-    with engine.connect() as conn:
-        provisional: int = conn.execute(
-            text(
-                "SELECT (SELECT count(*) FROM agent_messages WHERE revision < 0)"
-                " + (SELECT count(*) FROM message_receipts WHERE revision < 0)"
-            )
-        ).scalar_one()
+    a_rev, b_rev, c_rev = _revisions(engine, [a_id, b_id, c_id])
     engine.dispose()
-    assert 0 < b_rev < a_rev  # B committed first
-    assert provisional == 0
+    assert 0 < b_rev < a_rev < c_rev
+    assert drawn is not None and drawn[0] == c_rev
 
 
 def test_broken_variant_drawing_at_the_first_write_blocks_the_second_writer(

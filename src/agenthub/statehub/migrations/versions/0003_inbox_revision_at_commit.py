@@ -1,13 +1,14 @@
-"""`lock` mode draws the revision at commit: a deferred constraint trigger per feed table.
+"""`lock` mode takes its lock at commit: a deferred constraint trigger per feed table.
 
 Revision ID: 0003_inbox_revision_at_commit
 Revises: 0002_inbox_feed_revision
 Create Date: 2026-12-01
 
-Rows are written with a provisional revision (minus the writer's xid); a
-DEFERRABLE INITIALLY DEFERRED constraint trigger takes the advisory lock, draws
-the transaction's revision and rewrites them when the commit starts, so the lock
-is no longer held from the first write. PostgreSQL only: SQLite has one writer.
+The first write draws a revision without the advisory lock; a DEFERRABLE
+INITIALLY DEFERRED constraint trigger takes the lock when the commit starts and
+keeps the revision if it is above every committed one, or draws again and moves
+the transaction's rows. The lock is no longer held from the first write.
+PostgreSQL only: SQLite has one writer.
 
 The DDL below is a frozen copy of `agenthub.statehub.revisions.PG_COMMIT_DDL` as
 of this revision (a test asserts they are identical). A database in `xid` mode
@@ -28,10 +29,11 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 PG_COMMIT_DDL = (
-    "\nCREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        RETURN split_part(cached, ':', 2)::bigint;\n    END IF;\n    RETURN -(tx::bigint);\nEND\n$$;\n",
-    "\nCREATE OR REPLACE FUNCTION inbox_feed_settle(tbl name, r record, rev bigint) RETURNS void\nLANGUAGE plpgsql AS $$\nBEGIN\n    IF tbl = 'agent_messages' THEN\n        UPDATE agent_messages SET revision = rev WHERE id = r.id AND revision < 0;\n    ELSIF tbl = 'message_receipts' THEN\n        UPDATE message_receipts SET revision = rev\n        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;\n    ELSIF tbl = 'message_tombstones' THEN\n        UPDATE message_tombstones SET revision = rev\n        WHERE message_id = r.message_id AND revision < 0;\n    ELSE\n        UPDATE receipt_tombstones SET revision = rev\n        WHERE message_id = r.message_id AND agent = r.agent AND revision < 0;\n    END IF;\nEND\n$$;\n",
-    "\nCREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\n    rev bigint;\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        rev := split_part(cached, ':', 2)::bigint;\n    ELSE\n        -- Held from here to the commit's end: commit order equals revision order.\n        PERFORM pg_advisory_xact_lock(5348490098);\n        rev := nextval('inbox_revision_seq');\n        PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);\n        -- Wakes long-polling feed readers on every State Hub worker at commit.\n        PERFORM pg_notify('statehub_inbox_feed', '');\n    END IF;\n    PERFORM inbox_feed_settle(TG_TABLE_NAME, NEW, rev);\n    RETURN NULL;\nEND\n$$;\n",
-    "\nCREATE CONSTRAINT TRIGGER agent_messages_commit_revision AFTER INSERT OR UPDATE ON agent_messages\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_receipts_commit_revision AFTER INSERT OR UPDATE ON message_receipts\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_tombstones_commit_revision AFTER INSERT OR UPDATE ON message_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER receipt_tombstones_commit_revision AFTER INSERT OR UPDATE ON receipt_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision < 0)\n    EXECUTE FUNCTION inbox_feed_commit();",
+    "CREATE SEQUENCE IF NOT EXISTS inbox_revision_committed AS bigint MINVALUE 0 START 0",
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\n    rev bigint;\nBEGIN\n    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN\n        RETURN split_part(cached, ':', 2)::bigint;\n    END IF;\n    rev := nextval('inbox_revision_seq') * 1024;\n    PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);\n    RETURN rev;\nEND\n$$;\n",
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_move(drawn bigint, rev bigint) RETURNS void\nLANGUAGE plpgsql AS $$\nBEGIN\n    UPDATE agent_messages SET revision = rev WHERE revision = drawn;\n    UPDATE message_receipts SET revision = rev WHERE revision = drawn;\n    UPDATE message_tombstones SET revision = rev WHERE revision = drawn;\n    UPDATE receipt_tombstones SET revision = rev WHERE revision = drawn;\nEND\n$$;\n",
+    "\nCREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger\nLANGUAGE plpgsql AS $$\nDECLARE\n    tx text := pg_current_xact_id()::text;\n    cached text := current_setting('statehub.inbox_rev', true);\n    drawn bigint;\n    mark bigint;\n    rev bigint;\nBEGIN\n    IF current_setting('statehub.inbox_committed', true) = tx\n        OR cached IS NULL OR cached = '' OR split_part(cached, ':', 1) <> tx THEN\n        RETURN NULL;\n    END IF;\n    -- Held from here to the commit's end: commit order equals revision order.\n    PERFORM pg_advisory_xact_lock(5348490098);\n    PERFORM set_config('statehub.inbox_committed', tx, true);\n    drawn := split_part(cached, ':', 2)::bigint;\n    rev := drawn;\n    mark := (SELECT last_value FROM inbox_revision_committed);\n    IF drawn <= mark THEN\n        rev := mark + 1;\n        IF rev % 1024 = 0 THEN\n            rev := nextval('inbox_revision_seq') * 1024;\n        END IF;\n        PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);\n        PERFORM inbox_feed_move(drawn, rev);\n    END IF;\n    PERFORM setval('inbox_revision_committed', rev);\n    -- Wakes long-polling feed readers on every State Hub worker at commit.\n    PERFORM pg_notify('statehub_inbox_feed', '');\n    RETURN NULL;\nEND\n$$;\n",
+    "\nCREATE CONSTRAINT TRIGGER agent_messages_commit_revision AFTER INSERT OR UPDATE ON agent_messages\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW\n    WHEN (current_setting('statehub.inbox_rev', true) <> '')\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_receipts_commit_revision AFTER INSERT OR UPDATE ON message_receipts\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW\n    WHEN (current_setting('statehub.inbox_rev', true) <> '')\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER message_tombstones_commit_revision AFTER INSERT OR UPDATE ON message_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW\n    WHEN (current_setting('statehub.inbox_rev', true) <> '')\n    EXECUTE FUNCTION inbox_feed_commit();\nCREATE CONSTRAINT TRIGGER receipt_tombstones_commit_revision AFTER INSERT OR UPDATE ON receipt_tombstones\n    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW\n    WHEN (current_setting('statehub.inbox_rev', true) <> '')\n    EXECUTE FUNCTION inbox_feed_commit();",
 )
 
 PG_COMMIT_DROP = (
@@ -40,7 +42,8 @@ PG_COMMIT_DROP = (
     "DROP TRIGGER IF EXISTS message_receipts_commit_revision ON message_receipts",
     "DROP TRIGGER IF EXISTS agent_messages_commit_revision ON agent_messages",
     "DROP FUNCTION IF EXISTS inbox_feed_commit()",
-    "DROP FUNCTION IF EXISTS inbox_feed_settle(name, record, bigint)",
+    "DROP FUNCTION IF EXISTS inbox_feed_move(bigint, bigint)",
+    "DROP SEQUENCE IF EXISTS inbox_revision_committed",
 )
 
 # 0002's `lock` revision function (drawn at the first write), restored on downgrade.
@@ -57,7 +60,8 @@ def _mode() -> str:
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    revision_function, *rest = PG_COMMIT_DDL
+    sequence, revision_function, *rest = PG_COMMIT_DDL
+    op.execute(sequence)
     if _mode() == "lock":
         op.execute(revision_function)
     for statement in rest:
