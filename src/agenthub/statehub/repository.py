@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Row,
+    Select,
     and_,
     exists,
     false,
@@ -90,7 +91,13 @@ def list_messages(
     kind: str | None,
     include_archived: bool,
     limit: int,
-) -> list[AgentMessage]:
+    delivered_to: str | None = None,
+) -> list[Row[Any]]:
+    """One page, newest first, as rows of `agent_messages` columns, in one statement.
+
+    With `delivered_to` (a canonical slug) each row also carries `delivered`:
+    whether that agent has a delivery stamp on it.
+    """
     conditions: list[ColumnElement[bool]] = [not_expired(now)]
     if from_values is not None:
         conditions.append(AgentMessage.from_agent.in_(from_values))
@@ -100,21 +107,30 @@ def list_messages(
         conditions.append(AgentMessage.archived_at.is_(None))
     if unread_only:
         conditions.append(_unread(to_values))
-    newest_first = (AgentMessage.created_at.desc(), AgentMessage.id.desc())
+    columns: list[ColumnElement[Any]] = list(AgentMessage.__table__.c)
+    if delivered_to is not None:
+        stamped = exists().where(
+            MessageReceipt.message_id == AgentMessage.id,
+            MessageReceipt.agent == delivered_to,
+            MessageReceipt.delivered_at.is_not(None),
+        )
+        columns.append(stamped.label("delivered"))
 
-    def page(*where: ColumnElement[bool]) -> list[AgentMessage]:
-        stmt = select(AgentMessage).where(*conditions, *where).order_by(*newest_first).limit(limit)
-        return list(session.scalars(stmt).all())
+    def page(*where: ColumnElement[bool]) -> Select[Any]:
+        newest_first = (AgentMessage.created_at.desc(), AgentMessage.id.desc())
+        return select(*columns).where(*conditions, *where).order_by(*newest_first).limit(limit)
 
     if to_values is None:
-        return page()
+        return list(session.execute(page()).all())
     # An inbox is the reader's direct messages plus every broadcast. Two scans
-    # that each walk the (to_agent, created_at) index and stop at `limit`, merged,
-    # instead of one OR that reads and sorts every broadcast ever sent.
-    direct = page(AgentMessage.to_agent.in_(to_values))
-    broadcasts = page(AgentMessage.to_agent == BROADCAST)
-    merged = heapq.merge(direct, broadcasts, key=lambda m: (m.created_at, m.id), reverse=True)
-    return list(itertools.islice(merged, limit))
+    # that each walk the (to_agent, created_at) index and stop at `limit`, merged
+    # in the same statement, instead of one OR that reads and sorts every
+    # broadcast ever sent.
+    direct = page(AgentMessage.to_agent.in_(to_values)).subquery()
+    broadcasts = page(AgentMessage.to_agent == BROADCAST).subquery()
+    both = union_all(select(direct), select(broadcasts)).subquery()
+    stmt = select(both).order_by(both.c.created_at.desc(), both.c.id.desc()).limit(limit)
+    return list(session.execute(stmt).all())
 
 
 def _unread(reader_values: Sequence[str] | None) -> ColumnElement[bool]:
@@ -180,16 +196,6 @@ def upsert_receipts(
         where=or_(*changes) if changes else false(),
     )
     session.execute(stmt)
-
-
-def delivered(session: Session, message_ids: Collection[uuid.UUID], agent: str) -> set[uuid.UUID]:
-    """The ids among `message_ids` that `agent` already has a delivery stamp for."""
-    stmt = select(MessageReceipt.message_id).where(
-        MessageReceipt.agent == agent,
-        MessageReceipt.message_id.in_(message_ids),
-        MessageReceipt.delivered_at.is_not(None),
-    )
-    return set(session.scalars(stmt).all())
 
 
 def get_receipt(session: Session, message_id: uuid.UUID, agent: str) -> MessageReceipt | None:

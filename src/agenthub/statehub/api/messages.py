@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery
+from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery, MessageRow
 from agenthub.statehub.schemas import (
     MessageCreate,
     MessageRead,
@@ -40,7 +40,7 @@ def list_messages(
     kind: str | None = None,
     include_archived: bool = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
-) -> list[MessageRead]:
+) -> list[MessageRow]:
     query = ListQuery(
         to_agent=to_agent,
         from_agent=from_agent,
@@ -49,7 +49,8 @@ def list_messages(
         include_archived=include_archived,
         limit=limit,
     )
-    return [MessageRead.model_validate(m) for m in service.list_messages(query)]
+    # Rows straight to the response model: validated once, by `response_model`.
+    return service.list_messages(query)
 
 
 @router.get("/{message_id}", response_model=MessageRead)
