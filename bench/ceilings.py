@@ -382,7 +382,7 @@ FIRST_WRITE = "lock at first write"
 
 def _lock_at_first_write(stack: contextlib.ExitStack[Any]) -> str:
     """A database with `lock` as migration 0002 left it: the advisory lock taken at
-    the first write (what 0003 replaced), for a before/after in one run."""
+    the first write (what 0004 replaced), for a before/after in one run."""
     from agenthub.statehub import migrate, revisions
 
     url = stack.enter_context(pg_database())
@@ -403,7 +403,7 @@ def write_rows(args: argparse.Namespace) -> list[Row]:
 
     # The single INSERT is its own transaction (autocommit); State Hub's write
     # transactions take a round trip between their first write and COMMIT, which
-    # the lock spanned until migration 0003.
+    # the lock spanned until migration 0004.
     scripts = {
         "INSERT": PGBENCH_SCRIPT,
         "BEGIN; INSERT; COMMIT": f"BEGIN;{PGBENCH_SCRIPT}COMMIT;\n",
@@ -425,7 +425,7 @@ def write_rows(args: argparse.Namespace) -> list[Row]:
     targets = {
         "xid": "xid ≥ 90%",
         "lock": "as high as the guarantee allows",
-        FIRST_WRITE: "before migration 0003",
+        FIRST_WRITE: "before migration 0004",
     }
     for name in scripts:
         plain = tps[(name, "plain")]

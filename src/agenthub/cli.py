@@ -16,12 +16,15 @@ from agenthub.bucketsync.dashboard.cli import app as dashboard_app
 from agenthub.challenge.cli import app as challenge_app
 from agenthub.clierrors import DEBUG_KEY, CliError, Commands
 from agenthub.hubcore.cli import app as hubcore_app
+from agenthub.ports import BUCKETSYNC_PORT, HUBCORE_PORT, STATEHUB_PORT, require_free
 from agenthub.statehub.cli import app as statehub_app
 
 app = typer.Typer(
     cls=Commands,
     help="agenthub: messaging and collaboration backbone for fleets of AI agents.",
     no_args_is_help=True,
+    # Help texts are plain: bucket paths such as `[/PREFIX]` are not rich markup.
+    rich_markup_mode=None,
 )
 app.add_typer(statehub_app, name="statehub")
 app.add_typer(hubcore_app, name="hubcore")
@@ -44,15 +47,17 @@ def main(
 @app.command()
 def up(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    statehub_port: int = typer.Option(8100, help="State Hub port (0: any free port)."),
-    hubcore_port: int = typer.Option(8200, help="hub-core port (0: any free port)."),
+    statehub_port: int = typer.Option(STATEHUB_PORT, help="State Hub port (0: any free port)."),
+    hubcore_port: int = typer.Option(HUBCORE_PORT, help="hub-core port (0: any free port)."),
     var: Path = typer.Option(Path("var"), help="Directory for the databases and the token."),
     agent: str = typer.Option(
         "operator",
         envvar="HUB_CORE_STATEHUB_INBOX_AGENT",
         help="The agent whose inbox hub-core serves.",
     ),
-    bucketsync_port: int = typer.Option(8300, help="bucket-sync port (0: any free port)."),
+    bucketsync_port: int = typer.Option(
+        BUCKETSYNC_PORT, help="bucket-sync port (0: any free port)."
+    ),
     challenge: Path | None = typer.Option(
         None, help="The challenge.yaml bucket-sync runs (default: the shipped example)."
     ),
@@ -69,6 +74,12 @@ def up(
         raise CliError(
             f"{challenge_file} does not exist", hint="pass --challenge path/to/challenge.yaml"
         )
+    for port, option in (
+        (statehub_port, "--statehub-port"),
+        (hubcore_port, "--hubcore-port"),
+        (bucketsync_port, "--bucketsync-port"),
+    ):
+        require_free(host, port, option=option)
 
     def ready(stack: Stack) -> None:
         inbox = f"{stack.hubcore_url}/ports/projections/statehub-inbox?to_agent={stack.agent}"

@@ -17,9 +17,12 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+import pydantic
 import typer
+from sqlalchemy.exc import OperationalError
 from typer.core import TyperGroup
 
+from agenthub.db import DatabaseUnreachable
 from agenthub.errors import AgentHubError
 
 # A user's mistake (a missing option, a bad setting, a refused input) exits 2, like click's.
@@ -53,14 +56,44 @@ def report(exc: AgentHubError) -> int:
     return exit_code
 
 
+def operator_mistake(exc: BaseException) -> CliError | None:
+    """The `CliError` for an exception that comes from a setting the operator gave (a
+    settings value that does not validate, a database that cannot be reached); None for
+    anything else, which stays a bug with a traceback."""
+    if isinstance(exc, pydantic.ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or exc.title
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return CliError(
+            f"{exc.title} {where}: {message}",
+            hint="fix the setting in the environment (or the .env file) and run it again",
+        )
+    if isinstance(exc, DatabaseUnreachable | OperationalError):
+        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return CliError(
+            f"cannot open the database: {cause}",
+            hint="start the database server, create the database (createdb NAME), "
+            "or point the *_DATABASE_URL setting at one that exists",
+        )
+    return None
+
+
 class Commands(TyperGroup):
-    """A Typer group that reports an `AgentHubError` raised by any command below it."""
+    """A Typer group that reports an `AgentHubError` raised by any command below it, and
+    an operator's mistake (`operator_mistake`) the same way."""
 
     # `ctx` is click's Context, which newer Typer releases vendor: not nameable portably.
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except AgentHubError as exc:
+        except (
+            AgentHubError,
+            pydantic.ValidationError,
+            OperationalError,
+            DatabaseUnreachable,
+        ) as exc:
+            error = exc if isinstance(exc, AgentHubError) else operator_mistake(exc)
+            assert error is not None
             if ctx.meta.get(DEBUG_KEY):
                 typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
-            raise typer.Exit(report(exc)) from None
+            raise typer.Exit(report(error)) from None

@@ -3,25 +3,35 @@
 Accepts the plain URLs operators write (`sqlite:///path`, `postgresql://…`) and
 maps them to the drivers we ship (stdlib sqlite3, psycopg 3). SQLite connections
 get WAL, foreign keys and a busy timeout on every connection, because SQLite
-forgets all three per connection.
+forgets all three per connection. `transience` tells a caller whether a failed
+database call may simply be tried again.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import QueuePool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def normalize_url(url: str) -> URL:
-    """Turn an operator-written URL into one SQLAlchemy can open with our drivers."""
-    parsed = make_url(url)
+    """Turn an operator-written URL into one SQLAlchemy can open with our drivers; a
+    `ValueError` says what is wrong with one it cannot."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"{url!r} is not a database URL: "
+            "use sqlite:///path/to/file.db or postgresql://user@host/dbname"
+        ) from None
     backend = parsed.get_backend_name()
     if backend in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
@@ -33,6 +43,24 @@ def normalize_url(url: str) -> URL:
             "use sqlite:///path/to/file.db or postgresql://user@host/dbname"
         )
     return parsed
+
+
+class DatabaseUnreachable(Exception):
+    """The database cannot be opened (server down, database missing, no permission)."""
+
+
+def check_reachable(url: str) -> None:
+    """Open and close one connection, so a command fails before it announces anything;
+    `DatabaseUnreachable` carries the driver's first line."""
+    engine = make_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        first = str(exc.orig or exc).strip().splitlines()[0]
+        raise DatabaseUnreachable(first) from exc
+    finally:
+        engine.dispose()
 
 
 def is_sqlite(engine: Engine) -> bool:
@@ -83,3 +111,45 @@ def _install_sqlite_pragmas(engine: Engine) -> None:
         # instead of failing to upgrade a read lock later (SQLITE_BUSY).
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+class Transience(enum.Enum):
+    """How a failed database call failed, when it failed for a passing reason."""
+
+    # The server undid the transaction (serialization failure, deadlock, connection lost
+    # before COMMIT was sent, no connection at all): nothing was applied.
+    NOT_APPLIED = "not_applied"
+    # The connection died while COMMIT was on the wire: the work may or may not be stored.
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+
+# SQLSTATE: serialization_failure, deadlock_detected.
+_ROLLED_BACK_STATES = frozenset({"40001", "40P01"})
+# SQLSTATE classes: connection exception, operator intervention (admin shutdown,
+# pg_terminate_backend, crash shutdown, cannot connect now).
+_CONNECTION_STATE_CLASSES = ("08", "57P")
+
+
+def transience(exc: BaseException) -> Transience | None:
+    """`None` unless `exc` (or what it was raised from) is a database failure that
+    should pass by itself; then whether the failed work could have been applied."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, DBAPIError):
+        seen = seen.__cause__
+    if seen is None:
+        return None
+    state = str(getattr(seen.orig, "sqlstate", "") or "")
+    if state in _ROLLED_BACK_STATES:
+        return Transience.NOT_APPLIED
+    lost = seen.connection_invalidated or state.startswith(_CONNECTION_STATE_CLASSES)
+    if lost:
+        # SQLAlchemy reports a failed COMMIT with no statement; every other statement of
+        # a transaction that had not committed is undone by the server with the session.
+        return Transience.OUTCOME_UNKNOWN if seen.statement is None else Transience.NOT_APPLIED
+    if seen.statement is None and isinstance(seen, OperationalError):
+        # No statement and no lost connection: the connection never opened.
+        return Transience.NOT_APPLIED
+    if "database is locked" in str(seen.orig):
+        # SQLite: the busy timeout ran out waiting for another writer.
+        return Transience.NOT_APPLIED
+    return None

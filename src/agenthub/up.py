@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -36,12 +37,14 @@ from agenthub.bucketsync.identity.base import UserAdmin
 from agenthub.bucketsync.settings import load_settings
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import load
+from agenthub.clierrors import CliError
 from agenthub.hubcore.app import create_app as create_hubcore
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
 
 TOKEN_FILE = "operator-token"
+LOCK_FILE = ".up.lock"
 BUCKETSYNC_TOKENS_FILE = "bucketsync-tokens.json"
 BUCKETSYNC_USERS = {"organizer": "admin", "alice": "contributor"}
 EXAMPLE_CHALLENGE = (
@@ -71,6 +74,22 @@ class Stack:
     agent: str
     var: Path
     bucketsync: BucketSync | None = None
+
+
+@contextlib.contextmanager
+def holding(var: Path) -> Iterator[None]:
+    """Hold `var/.up.lock` for as long as the stack runs: a second `up` on the same
+    directory fails here, before it writes anything."""
+    var.mkdir(parents=True, exist_ok=True)
+    with (var / LOCK_FILE).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"another `agenthub up` is running on {var}",
+                hint="stop it (Ctrl-C), or give this one its own --var directory and ports",
+            ) from None
+        yield
 
 
 def operator_token(var: Path) -> str:
@@ -128,7 +147,10 @@ def prepare_bucketsync(var: Path, challenge_file: Path, *, public_url: str) -> t
     env_file = var / "challenge.env"
     # `up` owns var/: its generated files follow the current URL (a port of 0 changes it).
     report = bootstrap.apply(
-        bootstrap.plan(challenge, service_url=public_url), store, env_file=env_file, force=True
+        bootstrap.plan(challenge, service_url=public_url, target="local"),
+        store,
+        env_file=env_file,
+        force=True,
     )
     tokens = bucketsync_tokens(var, identity)
     app = create_bucketsync(settings, store=store, identity=identity)
@@ -197,71 +219,75 @@ async def serve_stack(
     challenge: Path = EXAMPLE_CHALLENGE,
 ) -> None:
     var = var.resolve()
-    token = operator_token(var)
-    statehub_app = create_statehub(
-        StateHubSettings(database_url=f"sqlite:///{var / 'statehub.db'}")
-    )
-    # State Hub does not end parked long-polls when it stops; the follower's
-    # last one outlives hub-core's close by up to its wait, so cut it after 1 s.
-    statehub, statehub_task, statehub_bound = await _start(
-        statehub_app, host, statehub_port, grace_s=1
-    )
-    statehub_url = f"http://{host}:{statehub_bound}"
-    hubcore_app = create_hubcore(
-        HubCoreSettings(
-            database_url=f"sqlite:///{var / 'hubcore.db'}",
-            inbox_reads=True,
-            operator_token=token,
-            inbox_agent=agent,
-            statehub_url=statehub_url,
+    # Held until the stack stops: a second `up` on this directory fails before writing.
+    with holding(var):
+        token = operator_token(var)
+        statehub_app = create_statehub(
+            StateHubSettings(database_url=f"sqlite:///{var / 'statehub.db'}")
         )
-    )
-    try:
-        hubcore, hubcore_task, hubcore_bound = await _start(hubcore_app, host, hubcore_port)
-    except BaseException:
-        statehub.should_exit = True
-        await statehub_task
-        raise
-    bucketsync_info: BucketSync | None = None
-    extra: list[tuple[_Server, asyncio.Task[None]]] = []
-    if bucketsync_port is not None:
-        try:
-            # The README names bucket-sync's URL, so the port is fixed before the bootstrap.
-            port = bucketsync_port or _free_port(host)
-            bucketsync_app, bucketsync_info = prepare_bucketsync(
-                var, challenge, public_url=f"http://{host}:{port}"
+        # State Hub does not end parked long-polls when it stops; the follower's
+        # last one outlives hub-core's close by up to its wait, so cut it after 1 s.
+        statehub, statehub_task, statehub_bound = await _start(
+            statehub_app, host, statehub_port, grace_s=1
+        )
+        statehub_url = f"http://{host}:{statehub_bound}"
+        hubcore_app = create_hubcore(
+            HubCoreSettings(
+                database_url=f"sqlite:///{var / 'hubcore.db'}",
+                inbox_reads=True,
+                operator_token=token,
+                inbox_agent=agent,
+                statehub_url=statehub_url,
             )
-            bucketsync, bucketsync_task, _bound = await _start(bucketsync_app, host, port)
-            extra.append((bucketsync, bucketsync_task))
+        )
+        try:
+            hubcore, hubcore_task, hubcore_bound = await _start(hubcore_app, host, hubcore_port)
         except BaseException:
-            hubcore.should_exit = True
             statehub.should_exit = True
-            await hubcore_task
             await statehub_task
             raise
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    on_ready(
-        Stack(statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var, bucketsync_info)
-    )
-    try:
-        done = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait(
-            [done, statehub_task, hubcore_task, *(task for _s, task in extra)],
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        done.cancel()
-    finally:
-        for server, task in extra:
-            server.should_exit = True
-            await task
-        hubcore.should_exit = True
-        await hubcore_task
-        # The cancelled long-poll is expected here; uvicorn would log it as an error.
-        logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
-        statehub.should_exit = True
-        await statehub_task
+        bucketsync_info: BucketSync | None = None
+        extra: list[tuple[_Server, asyncio.Task[None]]] = []
+        if bucketsync_port is not None:
+            try:
+                # The README names bucket-sync's URL, so the port is fixed before the bootstrap.
+                port = bucketsync_port or _free_port(host)
+                bucketsync_app, bucketsync_info = prepare_bucketsync(
+                    var, challenge, public_url=f"http://{host}:{port}"
+                )
+                bucketsync, bucketsync_task, _bound = await _start(bucketsync_app, host, port)
+                extra.append((bucketsync, bucketsync_task))
+            except BaseException:
+                hubcore.should_exit = True
+                statehub.should_exit = True
+                await hubcore_task
+                await statehub_task
+                raise
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+            loop.add_signal_handler(sig, stopping.set)
+        on_ready(
+            Stack(
+                statehub_url, f"http://{host}:{hubcore_bound}", token, agent, var, bucketsync_info
+            )
+        )
+        try:
+            done = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait(
+                [done, statehub_task, hubcore_task, *(task for _s, task in extra)],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            done.cancel()
+        finally:
+            for server, task in extra:
+                server.should_exit = True
+                await task
+            hubcore.should_exit = True
+            await hubcore_task
+            # The cancelled long-poll is expected here; uvicorn would log it as an error.
+            logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
+            statehub.should_exit = True
+            await statehub_task
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)

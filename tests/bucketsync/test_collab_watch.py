@@ -36,7 +36,7 @@ class Server:
         return {
             **os.environ,
             "HOME": str(self.home),
-            "COLLAB_WATCH_STATE": str(self.state),
+            "COLLAB_WATCH_DIR": str(self.state),
             "COLLAB_WATCH_WAIT": "5",
             "COLLAB_WATCH_BACKOFF": "0.2",
             **extra,
@@ -97,19 +97,36 @@ def test_bs_13_34_watch_sh_missing_is_404(tmp_path: Path) -> None:
         assert client.get("/v1/watch.sh").status_code == 404
 
 
-def test_bs_13_35_cold_start_baselines_then_delivers_only_new_mail(server: Server) -> None:
-    old = server.world.raw("agent-1", "old news @agent-2").json()["filename"]
-    watcher = server.start(server.base, "agent-2", "inbox")
+def test_first_run_delivers_what_arrived_since_registering_never_older_history(
+    server: Server,
+) -> None:
+    older = server.world.raw("agent-1", "before you came @agent-3").json()["filename"]
+    time.sleep(0.01)  # registration is stamped in milliseconds too
+    server.world.agent("agent-3")
+    since = server.world.raw("agent-1", "welcome @agent-3").json()["filename"]
+
+    first = server.run(server.base, "agent-3", "inbox")
+
+    assert first.returncode == 0, first.stderr
+    assert [i["filename"] for i in json.loads(first.stdout)["items"]] == [since]
+    assert server.cursor() == since and older < since
+    journal = (server.state / "delivered.jsonl").read_text().splitlines()
+    assert json.loads(journal[-1])["cursor"] == since
+
+
+def test_first_run_with_nothing_pending_blocks_until_mail(server: Server) -> None:
+    server.world.raw("agent-1", "old news @agent-2")
+    server.run(server.base, "agent-2", "inbox")  # delivers it: mail since registering
+    (server.state / "cursor.inbox").unlink()
+    (server.state / "delivered.jsonl").unlink()
+    server.world.agent("agent-3")
+    watcher = server.start(server.base, "agent-3", "inbox")
     server.parked()
-    assert server.cursor() == old  # baselined without printing
-    new = server.world.raw("agent-1", "fresh @agent-2").json()["filename"]
+    assert watcher.poll() is None
+    new = server.world.raw("agent-1", "fresh @agent-3").json()["filename"]
     out, err = watcher.communicate(timeout=20)
     assert watcher.returncode == 0, err
-    page = json.loads(out)
-    assert [item["filename"] for item in page["items"]] == [new]
-    assert server.cursor() == new
-    journal = (server.state / "delivered.jsonl").read_text().splitlines()
-    assert json.loads(journal[-1])["cursor"] == new
+    assert [item["filename"] for item in json.loads(out)["items"]] == [new]
 
 
 def test_bs_13_35_resumes_from_the_persisted_cursor(server: Server) -> None:
@@ -179,18 +196,23 @@ def test_bs_13_36_status_lines_and_exit_codes(server: Server) -> None:
     server.run(server.base, "agent-2", "inbox", "--max-wait", "1")
     idle = server.run("--status", server.base, "agent-2", "inbox")
     assert idle.returncode == 11 and idle.stdout.startswith("STATUS=NO_WATCHER UNREAD=0 ")
+    assert idle.stdout.rstrip().endswith(" PID=- STREAM=inbox LAST=no_mail")
     watcher = server.start("--exec", "cat >/dev/null", server.base, "agent-2", "inbox")
     try:
         server.parked()
         ok = server.run("--status", server.base, "agent-2", "inbox")
-        assert ok.returncode == 0 and ok.stdout.startswith("STATUS=OK UNREAD=0 ")
-        assert f"PID={watcher.pid}" in ok.stdout
+        assert ok.returncode == 0 and ok.stdout.startswith("STATUS=OK UNREAD=0 HEARTBEAT_AGE=")
+        assert f" PID={watcher.pid} STREAM=inbox LAST=waiting" in ok.stdout
+        other = server.run("--status", server.base, "agent-2", "updates")
+        assert other.returncode == 11 and "STATUS=NO_WATCHER" in other.stdout
+        assert "is on 'inbox'" in other.stderr
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
     server.world.raw("agent-1", "@agent-2 unread")
     behind = server.run("--status", server.base, "agent-2", "inbox")
-    assert behind.returncode == 11 and "UNREAD=1 " in behind.stdout
+    # Mail pending outranks "no watcher": BEHIND is the verdict to act on.
+    assert behind.returncode == 10 and behind.stdout.startswith("STATUS=BEHIND UNREAD=1 ")
     offline = server.run("--status", "http://127.0.0.1:9", "agent-2", "inbox")
     assert offline.returncode == 4 and offline.stdout.startswith("STATUS=OFFLINE")
 
@@ -211,8 +233,9 @@ def test_bs_13_37_lock_refuses_a_second_watcher_and_reclaims_a_stale_one(
     (server.state / "lock" / "pid").write_text(dead)
     reclaimed = server.run(server.base, "agent-2", "inbox", "--max-wait", "1")
     assert reclaimed.returncode == 3
-    heartbeat = int((server.state / "heartbeat").read_text())
-    assert abs(heartbeat - time.time()) < 30
+    epoch, last, pid, stream = (server.state / "heartbeat").read_text().split()
+    assert abs(int(epoch) - time.time()) < 30
+    assert (last, stream) == ("no_mail", "inbox") and pid.isdigit()
 
 
 def test_bs_13_38_only_the_response_cursor_moves_the_cursor(server: Server) -> None:
@@ -263,3 +286,36 @@ def test_bs_13_11_a_client_that_hangs_up_frees_its_waiter_slot(server: Server) -
     while server.world.client.get("/v1/healthz").json()["longpoll"]["waiters"] != 0:
         assert time.monotonic() < deadline, "the abandoned waiter kept its slot"
         time.sleep(0.05)
+
+
+def test_status_is_behind_on_a_first_run_with_mail_waiting(server: Server) -> None:
+    server.world.raw("agent-1", "@agent-2 waiting for you")
+    status = server.run("--status", server.base, "agent-2", "inbox")
+    assert status.returncode == 10
+    assert status.stdout.startswith("STATUS=BEHIND UNREAD=1 HEARTBEAT_AGE=- PID=- STREAM=- LAST=-")
+    assert not (server.state / "cursor.inbox").exists()  # --status never baselines
+
+
+def test_collab_watch_state_names_the_cursor_file(server: Server) -> None:
+    cursor = server.home / "legacy.cursor"
+    sent = server.world.raw("agent-1", "@agent-2 hello").json()["filename"]
+    result = server.run(server.base, "agent-2", "inbox", COLLAB_WATCH_STATE=str(cursor))
+    assert result.returncode == 0, result.stderr
+    assert cursor.read_text().strip() == sent
+    assert not (server.state / "cursor.inbox").exists()
+    assert (server.state / "heartbeat").exists() and (server.state / "delivered.jsonl").exists()
+
+
+def test_state_kept_in_the_earlier_nested_layout_is_still_used(server: Server) -> None:
+    host = server.base.removeprefix("http://").replace(":", "_")
+    nested = server.state / host / "agent-2"
+    nested.mkdir(parents=True)
+    old = server.world.raw("agent-1", "@agent-2 read long ago").json()["filename"]
+    (nested / "cursor.inbox").write_text(old + "\n")
+    new = server.world.raw("agent-1", "@agent-2 new").json()["filename"]
+
+    result = server.run(server.base, "agent-2", "inbox")
+
+    assert result.returncode == 0, result.stderr
+    assert [i["filename"] for i in json.loads(result.stdout)["items"]] == [new]
+    assert (nested / "cursor.inbox").read_text().strip() == new

@@ -109,7 +109,7 @@ def test_bs_6_6_409_codes(world: World) -> None:
 def test_bs_6_7_412_hint_is_the_create_command(world: World) -> None:
     world.user("alice")
     error = error_of(world.register("agent-1", "alice"), 412, "BUCKET_MISSING")
-    assert error["hint"] == "hf buckets create acme/chal-agent-1"
+    assert error["hint"] == "agenthub buckets create acme/chal-agent-1"
 
 
 def test_bs_6_9_429_has_retry_after(world: World) -> None:

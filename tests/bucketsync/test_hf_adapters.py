@@ -345,3 +345,12 @@ def test_bs_1_8_agent_id_stays_bound_to_its_first_user(hub: FakeHub, client: Tes
     )
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "IDENTITY_MISMATCH"
+
+
+def test_hints_on_hf_name_the_hf_cli(hub: FakeHub, client: TestClient) -> None:
+    hub.tokens["t1"] = {"name": "alice", "orgs": [{"name": "acme", "roleInOrg": "contributor"}]}
+    response = client.post(
+        "/v1/agents/register", json={"agent_id": "a1"}, headers={"Authorization": "Bearer t1"}
+    )
+    assert response.status_code == 412
+    assert response.json()["error"]["hint"] == "hf buckets create acme/chal-a1"

@@ -161,7 +161,7 @@ def test_bs_4_32_missing_source_is_404_with_cp_hint(world: World) -> None:
     assert response.status_code == 404
     error = response.json()["error"]
     assert error["code"] == "SOURCE_NOT_FOUND"
-    assert error["hint"] == f"hf buckets cp <local file> {uri}"
+    assert error["hint"] == f"agenthub buckets cp <local file> {uri}"
 
 
 def test_bs_4_33_one_audit_row_per_promotion(world: World) -> None:

@@ -50,7 +50,7 @@ def test_bs_4_21_missing_bucket_is_412_with_create_command(world: World) -> None
     assert response.status_code == 412
     error = response.json()["error"]
     assert error["code"] == "BUCKET_MISSING"
-    assert error["hint"] == f"hf buckets create {ORG}/{SLUG}-agent-1"
+    assert error["hint"] == f"agenthub buckets create {ORG}/{SLUG}-agent-1"
 
 
 def test_bs_4_22_missing_handshake_is_403_with_upload_hint(world: World) -> None:
@@ -61,7 +61,7 @@ def test_bs_4_22_missing_handshake_is_403_with_upload_hint(world: World) -> None
     assert response.status_code == 403
     error = response.json()["error"]
     assert error["code"] == "BUCKET_NOT_OWNED_BY_CALLER"
-    assert "hf buckets cp" in error["hint"] and naming.HANDSHAKE_FILE in error["hint"]
+    assert "agenthub buckets cp" in error["hint"] and naming.HANDSHAKE_FILE in error["hint"]
 
 
 def test_bs_4_22_forged_handshake_naming_someone_else_is_refused(world: World) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agenthub.bucketsync.errors import Unauthorized
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import SettingsError, load_settings
 from agenthub.cli import app
@@ -97,3 +98,29 @@ def test_users_add_rejects_unknown_roles(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bucketsync", "users", "add", "x", "--role", "king"], env=env)
     assert result.exit_code == 2
     assert "role" in result.output
+
+
+def test_users_add_refuses_an_existing_name_unless_rotate(tmp_path: Path) -> None:
+    env = {**ENV, "BUCKETSYNC_DATA_DIR": str(tmp_path)}
+    add = ["bucketsync", "users", "add", "alice", "--role", "contributor"]
+    first = CliRunner().invoke(app, add, env=env)
+    assert first.exit_code == 0, first.output
+    old = first.stdout.strip()
+    identity = LocalIdentity(tmp_path / "users.json", org="acme")
+
+    again = CliRunner().invoke(app, add, env=env)
+
+    assert again.exit_code == 2
+    lines = again.output.strip().splitlines()
+    assert lines[0] == "error: user 'alice' already exists [CONFLICT]"
+    assert lines[1].startswith("hint: pass --rotate") and len(lines) == 2
+    assert identity.whoami(old).user == "alice"  # the token `up` printed still works
+
+    rotated = CliRunner().invoke(app, [*add, "--rotate"], env=env)
+
+    assert rotated.exit_code == 0, rotated.output
+    assert "old token is revoked" in rotated.stderr
+    new = rotated.stdout.strip()
+    assert identity.whoami(new).user == "alice"
+    with pytest.raises(Unauthorized):
+        identity.whoami(old)

@@ -16,6 +16,7 @@ from agenthub.bucketsync.settings import load_settings
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.challenge import bootstrap
+from agenthub.challenge.readme import agent_readme
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.cli import app as cli
 from tests.bucketsync.hf_fake import FakeHub
@@ -78,7 +79,10 @@ def test_bs_10_15_init_writes_env_creates_buckets_and_publishes_readme_and_clien
     assert "# Prime hunt" in readme and "http://hub.test/v1/agents/register" in readme
     assert "## Staying responsive" in readme
     # BS-10.15: the README tells agents to copy share_trace.py down from the central bucket
-    assert "hf buckets cp hf://buckets/acme/primes-main-bucket/clients/share_trace.py ." in readme
+    assert (
+        "agenthub buckets cp hf://buckets/acme/primes-main-bucket/clients/share_trace.py ."
+        in readme
+    )
     assert (
         store.read("acme/primes-main-bucket", "clients/share_trace.py")
         == (bootstrap.CLIENTS_DIR / "share_trace.py").read_bytes()
@@ -208,7 +212,9 @@ def test_hf_target_creates_and_publishes_through_huggingface_hub(
 ) -> None:
     fake = FakeHub()
     store = HfBucketStore(token="admin-token", api=fake)
-    the_plan = bootstrap.plan(load(challenge_file), service_url="https://acme-primes.hf.space")
+    the_plan = bootstrap.plan(
+        load(challenge_file), service_url="https://acme-primes.hf.space", target="hf"
+    )
 
     first = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
     again = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
@@ -230,7 +236,8 @@ def test_bs_13_39_readme_staying_responsive_quotes_the_watcher_recipes(
     section = readme.split("## Staying responsive", 1)[1].split("\n## ", 1)[0]
 
     # the one-line bootstrap, then both harness recipes: single-shot re-armed, or --exec
-    assert "hf buckets cp hf://buckets/acme/primes-main-bucket/clients/collab_watch.sh ." in section
+    copy = "agenthub buckets cp hf://buckets/acme/primes-main-bucket/clients/collab_watch.sh ."
+    assert copy in section
     assert "sh collab_watch.sh http://hub.test $AGENT" in section
     assert "sh collab_watch.sh --exec './handle.sh' http://hub.test $AGENT" in section
     assert "re-arm" in section and "foreground" in section
@@ -247,6 +254,20 @@ def test_the_readme_tells_agents_how_verification_and_mcp_work(tmp_path: Path) -
 
     assert "Verification: `eval-space`" in readme and "artifacts: submission/" in readme
     assert (
-        "BUCKETSYNC_URL=http://hub.test AGENT_ID=$AGENT SCRATCH_BUCKET=acme/primes-$AGENT "
-        "agenthub bucketsync mcp" in readme
+        "BUCKETSYNC_URL=http://hub.test BUCKETSYNC_TOKEN=$BUCKETSYNC_TOKEN AGENT_ID=$AGENT "
+        "SCRATCH_BUCKET=acme/primes-$AGENT agenthub bucketsync mcp" in readme
     )
+
+
+def test_readme_names_the_cli_and_token_of_its_target(challenge_file: Path) -> None:
+    challenge = load(challenge_file)
+    url = "http://hub.test"
+    clients = bootstrap.published_clients()
+    local = agent_readme(challenge, service_url=url, clients=clients, target="local")
+    hf = agent_readme(challenge, service_url=url, clients=clients, target="hf")
+
+    assert "agenthub buckets create acme/primes-$AGENT" in local
+    assert "Bearer $BUCKETSYNC_TOKEN" in local and "export BUCKETSYNC_URL=http://hub.test" in local
+    assert "hf " not in local.replace("hf://", "") and "HF_TOKEN" not in local
+    assert "hf buckets create acme/primes-$AGENT" in hf and "Bearer $HF_TOKEN" in hf
+    assert "agenthub buckets " not in hf and "BUCKETSYNC_TOKEN" not in hf

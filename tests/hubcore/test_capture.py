@@ -280,3 +280,15 @@ def test_capture_from_a_server_without_the_feed_says_so(clock: FrozenClock) -> N
         capture_from_statehub(
             base, clock=clock, captured_by="tests", client=httpx.Client(timeout=2)
         )
+
+
+def test_capture_reads_the_label_state_hub_took_from_its_environment(
+    statehub_url: str, clock: FrozenClock
+) -> None:
+    settings = StateHubSettings(database_url=statehub_url, instance_label="statehub-prod-eu")
+    with TestClient(create_statehub(settings, clock=clock)) as client:
+        assert client.get("/state/health").status_code == 200
+
+    bundle = capture(statehub_url, clock)
+
+    assert bundle["source"]["instance"] == "statehub-prod-eu"

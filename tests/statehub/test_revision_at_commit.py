@@ -1,4 +1,4 @@
-"""`lock` mode draws the revision at commit (migration 0003), not at the first write."""
+"""`lock` mode takes its lock at commit (migration 0004), not at the first write."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from agenthub.db import make_engine
 from agenthub.statehub import migrate, revisions
 from tests.support.databases import temporary_pg_database
 
-MIGRATION = Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_inbox_revision_at_commit.py"
+MIGRATION = Path(migrate.MIGRATIONS_DIR) / "versions" / "0004_inbox_revision_at_commit.py"
 INSERT = (
     "INSERT INTO agent_messages (id, from_agent, to_agent, subject, body, kind, created_at)"
     " VALUES (%s, 'a', 'b', 's', 'x', 'message', now())"

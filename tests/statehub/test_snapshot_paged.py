@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.clock import FrozenClock
+from agenthub.statehub import snapshot as module
 from agenthub.statehub.rows import content_hash
 from agenthub.statehub.store import Database
 from tests.statehub.test_feed import busy_inbox, raw_delete, send, snapshot
@@ -115,3 +116,57 @@ def test_page_size_out_of_range_is_422(client: TestClient, size: int) -> None:
     response = client.get("/messages/feed/snapshot", params={"page_size": size})
     assert response.status_code == 422
     assert "hint" in response.json()
+
+
+def _retrying_pages(client: TestClient, page_size: int, retry_at: int) -> list[dict[str, Any]]:
+    """Pages in order, but page `retry_at` is asked for twice (a client retrying)."""
+    pages = [client.get("/messages/feed/snapshot", params={"page_size": page_size}).json()]
+    while pages[-1]["next_page"]:
+        params = {"page_size": page_size, "page": pages[-1]["next_page"]}
+        if len(pages) == retry_at:
+            assert client.get("/messages/feed/snapshot", params=params).status_code == 200
+        pages.append(client.get("/messages/feed/snapshot", params=params).json())
+    return pages
+
+
+def test_pages_taken_in_order_are_hashed_on_the_way(
+    client: TestClient, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    busy_inbox(client, clock)
+    whole = snapshot(client)
+
+    def reread(*args: object) -> tuple[int, str]:
+        raise AssertionError("the last page re-read the whole image")
+
+    monkeypatch.setattr("agenthub.statehub.snapshot.image_hash", reread)
+    pages = _pages(client, page_size=2)
+
+    assert (pages[-1]["count"], pages[-1]["content_hash"]) == (
+        whole["count"],
+        whole["content_hash"],
+    )
+
+
+def test_a_page_taken_twice_still_hashes_the_image_once(
+    client: TestClient, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    busy_inbox(client, clock)
+    whole = snapshot(client)
+
+    rereads: list[int] = []
+    real = module.image_hash
+
+    def counted(*args: Any) -> tuple[int, str]:
+        rereads.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(module, "image_hash", counted)
+    pages = _retrying_pages(client, page_size=2, retry_at=2)
+
+    # The retried page would have entered a running hash twice; the last page hashes
+    # the pinned image again instead.
+    assert rereads == [1]
+    assert (pages[-1]["count"], pages[-1]["content_hash"]) == (
+        whole["count"],
+        whole["content_hash"],
+    )

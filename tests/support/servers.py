@@ -12,9 +12,12 @@ import uvicorn
 
 
 @contextmanager
-def live_server(app: Any) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 at a free port; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+def live_server(app: Any, **options: Any) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 at a free port; yields its base URL. `options` go to
+    `uvicorn.Config` (`log_config=None` leaves uvicorn's loggers to propagate)."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
@@ -30,6 +31,7 @@ from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
+from agenthub.bucketsync.dashboard.routes import Branding
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
@@ -264,7 +266,8 @@ def create_app(
             if bus is not None:
                 await bus.stop()
 
-    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan)
+    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
+    serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
     errors.install(app)
@@ -277,7 +280,12 @@ def create_app(
     if settings.storage == "local":
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
-    dashboard.install(app, oauth=oauth, poll_s=settings.dashboard_poll_s)
+    dashboard.install(
+        app,
+        oauth=oauth,
+        poll_s=settings.dashboard_poll_s,
+        branding=Branding(settings.challenge_title, settings.challenge_tagline),
+    )
     return app
 
 

@@ -11,6 +11,7 @@ import typer
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
+from agenthub.ports import BUCKETSYNC_PORT, require_free
 
 app = typer.Typer(
     cls=Commands,
@@ -30,7 +31,7 @@ SHUTDOWN_GRACE_S = 5
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8200, help="TCP port."),
+    port: int = typer.Option(BUCKETSYNC_PORT, help="TCP port."),
     workers: int = typer.Option(
         1, help="Worker processes; more than one needs BUCKETSYNC_BUS_URL (Redis)."
     ),
@@ -43,6 +44,7 @@ def serve(
     settings = load_settings()
     check_workers(settings, workers)
     check_bus(settings)
+    require_free(host, port)
     application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
     typer.echo(
@@ -122,13 +124,19 @@ def users_add(
     name: str = typer.Argument(..., help="User name (like an HF username)."),
     role: str = typer.Option(..., "--role", help="admin | contributor (| write | read)."),
     email: str | None = typer.Option(None, "--email", help="Optional email."),
+    rotate: bool = typer.Option(
+        False, "--rotate", help="Re-key an existing user: its old token stops working."
+    ),
 ) -> None:
-    """Create a user in the org and print the new token alone on stdout."""
+    """Create a user in the org and print the new token alone on stdout (an existing
+    name is refused unless --rotate)."""
     from agenthub.bucketsync.identity.local import add_user
     from agenthub.bucketsync.settings import OfflineSettings
 
     data_dir = OfflineSettings().data_dir
-    token = add_user(data_dir / "users.json", name, role=role, email=email)
+    token = add_user(data_dir / "users.json", name, role=role, email=email, rotate=rotate)
+    if rotate:
+        typer.echo(f"{name}: new token issued; the old token is revoked", err=True)
     sys.stdout.write(token + "\n")
 
 

@@ -59,6 +59,9 @@ class BucketSyncSettings(OfflineSettings):
     sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
     score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
     score_unit: str = Field("", alias="SCORE_UNIT")
+    # The challenge's branding (challenge.yaml), shown in the dashboard's header.
+    challenge_title: str = Field("", alias="CHALLENGE_TITLE")
+    challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
 
     # Live features (seed §11-§13).

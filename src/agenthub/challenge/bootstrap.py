@@ -8,6 +8,7 @@ every item as created / unchanged / kept / updated. A second run changes nothing
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -55,13 +56,16 @@ def published_clients() -> list[str]:
     )
 
 
-def plan(challenge: Challenge, *, service_url: str) -> Plan:
+def plan(challenge: Challenge, *, service_url: str, target: str = "local") -> Plan:
+    """What `challenge` needs on `target` (`local` or `hf`: the README names its CLI)."""
     clients = published_clients()
     files = [
         PlannedFile(
             challenge.central,
             "README.md",
-            agent_readme(challenge, service_url=service_url, clients=clients).encode(),
+            agent_readme(
+                challenge, service_url=service_url, clients=clients, target=target
+            ).encode(),
         ),
         *(
             PlannedFile(challenge.central, f"clients/{name}", (CLIENTS_DIR / name).read_bytes())
@@ -95,7 +99,9 @@ def apply(
     force: bool = False,
 ) -> Report:
     report = Report()
-    env_text = "".join(f"{k}={v}\n" for k, v in the_plan.env.items())
+    # Quoted where needed: the file is sourced by sh (`set -a; . challenge.env`), and a
+    # title such as "Prime hunt (example)" would not parse bare.
+    env_text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in the_plan.env.items())
     _write_env(env_file, env_text, report, dry_run=dry_run, force=force)
     for bucket, private in the_plan.buckets:
         if store.info(bucket) is not None:

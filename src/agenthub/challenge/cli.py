@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import typer
 
@@ -11,6 +12,7 @@ from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.challenge import bootstrap
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.clierrors import CliError, Commands
+from agenthub.ports import BUCKETSYNC_PORT
 
 app = typer.Typer(
     cls=Commands, help="A challenge in one command, from challenge.yaml.", no_args_is_help=True
@@ -30,7 +32,7 @@ def init(
         Path("./var/challenge.env"), help="Where to write bucket-sync's environment."
     ),
     service_url: str = typer.Option(
-        "http://127.0.0.1:8300", help="bucket-sync's public URL, for the README."
+        f"http://127.0.0.1:{BUCKETSYNC_PORT}", help="bucket-sync's public URL, for the README."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would change; change nothing."),
     force: bool = typer.Option(False, "--force", help="Replace generated files that differ."),
@@ -54,7 +56,7 @@ def init(
     else:
         raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(
-        bootstrap.plan(challenge, service_url=service_url),
+        bootstrap.plan(challenge, service_url=service_url, target=target),
         store,
         env_file=env_out,
         dry_run=dry_run,
@@ -68,12 +70,22 @@ def init(
     elif not report.changed:
         typer.echo("nothing to do: everything already exists")
     else:
-        typer.echo(f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve")
+        typer.echo(
+            f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve"
+            f"{serve_options(service_url)}"
+        )
     if not dry_run and challenge.verification.mode == "eval-space":
         typer.echo(
             f"verify (eval-space): same environment, {hint}"
             "agenthub challenge evaluate --evaluator your_module:evaluate"
         )
+
+
+def serve_options(service_url: str) -> str:
+    """` --port N` so `bucketsync serve` listens where the README says (nothing when the
+    URL names no port: a proxy or a Space in front decides)."""
+    port = urlsplit(service_url).port
+    return f" --port {port}" if port else ""
 
 
 @app.command()

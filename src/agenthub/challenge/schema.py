@@ -156,6 +156,8 @@ class Challenge(Strict):
             "SCORE_FIELD": self.scoring.field,
             "SCORE_ORDER": self.scoring.order,
             "SCORE_UNIT": self.scoring.unit,
+            "CHALLENGE_TITLE": self.branding.title,
+            "CHALLENGE_TAGLINE": self.branding.tagline,
             "REQUIRED_RESULT_FIELDS": ",".join(required),
             "LISTING_TTL_S": _number(self.limits.listing_ttl_s),
             "MENTION_FANOUT_CAP": str(self.limits.mention_fanout_cap),

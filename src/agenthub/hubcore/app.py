@@ -8,11 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.encoders import jsonable_encoder
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.requests import Request
 
+from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate
@@ -49,6 +46,7 @@ def follow_options(settings: HubCoreSettings) -> FollowOptions:
         limit=settings.follow_limit,
         wait_s=settings.follow_wait_s,
         snapshot_page_size=settings.snapshot_page_size,
+        max_lag_s=settings.max_lag_s,
     )
 
 
@@ -95,18 +93,15 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
                 await source.aclose()
             engine.dispose()
 
-    app = FastAPI(title="agenthub hub-core", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="agenthub hub-core",
+        version="1",
+        lifespan=lifespan,
+        responses=errors.COMMON,
+        docs_url=None,
+    )
+    serve_docs(app)
     errors.install(app)
-
-    async def invalid(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
-        return JSONResponse(
-            {"detail": jsonable_encoder(exc.errors()), "code": "invalid_request"},
-            status_code=422,
-            headers={"Cache-Control": "no-store"},
-        )
-
-    app.add_exception_handler(RequestValidationError, invalid)
     app.include_router(health.router)
     app.include_router(projections.router)
     return app

@@ -122,9 +122,17 @@ def _source_time(conn: Connection, clock: Clock) -> datetime:
 def _stored_instance(conn: Connection, tables: set[str]) -> str | None:
     if "statehub_meta" not in tables:
         return None
-    value = conn.execute(
-        text("SELECT value FROM statehub_meta WHERE key = 'instance_label'")
-    ).scalar()
+    # The label in force at State Hub's last start (STATEHUB_INSTANCE_LABEL included) wins
+    # over the generated one; databases from before it was recorded have only the latter.
+    rows: dict[str, str] = dict(
+        conn.execute(
+            text(
+                "SELECT key, value FROM statehub_meta "
+                "WHERE key IN ('instance_label_in_force', 'instance_label')"
+            )
+        ).all()
+    )
+    value = rows.get("instance_label_in_force") or rows.get("instance_label")
     return str(value) if value else None
 
 

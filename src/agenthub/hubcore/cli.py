@@ -16,9 +16,10 @@ from rich.table import Table
 
 from agenthub.clierrors import CliError, Commands
 from agenthub.clock import SystemClock
-from agenthub.db import make_engine
+from agenthub.db import check_reachable, make_engine
 from agenthub.hubcore import migrate as migrations
 from agenthub.hubcore.settings import HubCoreSettings
+from agenthub.ports import HUBCORE_PORT, require_free
 
 app = typer.Typer(
     cls=Commands,
@@ -147,7 +148,9 @@ def import_(
 def pilot_check(
     bundle_file: Path = typer.Argument(..., help="The bundle that was imported (the oracle)."),
     expected_hash: str = typer.Option(..., "--expected-hash", help="Its content_hash."),
-    url: str = typer.Option("http://127.0.0.1:8200", "--url", help="Running hub-core base URL."),
+    url: str = typer.Option(
+        f"http://127.0.0.1:{HUBCORE_PORT}", "--url", help="Running hub-core base URL."
+    ),
     check_database: bool = typer.Option(
         True,
         "--check-database/--no-check-database",
@@ -222,7 +225,7 @@ def pilot_check(
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8200, help="TCP port."),
+    port: int = typer.Option(HUBCORE_PORT, help="TCP port."),
 ) -> None:
     """Run hub-core (migrates HUBCORE_DATABASE_URL first). The inbox pilot is off unless enabled."""
     import uvicorn
@@ -230,6 +233,8 @@ def serve(
     from agenthub.hubcore.app import create_app
 
     settings = HubCoreSettings()
+    check_reachable(settings.database_url)
+    require_free(host, port)
     application = create_app(settings)
     reads = "on" if settings.inbox_reads else "off"
     following = f", following {settings.statehub_url}" if settings.statehub_url else ""

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
 from agenthub.contracts.inbox_feed import CONTRACT, SNAPSHOT_PARTS, ContentHasher
-from agenthub.hubcore import feedrepo, repository
+from agenthub.hubcore import bulkload, feedrepo, repository
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
@@ -54,11 +54,8 @@ from agenthub.hubcore.models import (
     StagedSnapshotRow,
 )
 from agenthub.hubcore.repository import (
-    message_params,
     message_row,
-    receipt_params,
     receipt_row,
-    tombstone_params,
 )
 from agenthub.hubcore.rules import decide, message_transition, receipt_transition
 from agenthub.hubcore.store import Database
@@ -107,6 +104,102 @@ def _malformed(message: str) -> FeedRefused:
 HEAD_FIELDS = ("contract", "source_instance", "source_epoch", "source_time", "cursor", "high_water")
 
 
+# -- the swap in SQL ------------------------------------------------------------------
+# Each staged row holds its canonical JSON (`normalize_*` checked it on the way in);
+# the swap extracts the columns in the database, one INSERT … SELECT per part.
+
+STAGED_COLUMNS = ("snapshot_id", "part", "key", "revision", "state")
+UUID, TIME, TEXT, INT = "uuid", "timestamptz", "text", "bigint"
+# part -> (target table, [(target column, field of the canonical row, kind)])
+SWAP_TARGETS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
+    "messages": (
+        ProjectedMessage.__tablename__,
+        (
+            ("id", "id", UUID),
+            ("from_agent", "from_agent", TEXT),
+            ("to_agent", "to_agent", TEXT),
+            ("subject", "subject", TEXT),
+            ("body", "body", TEXT),
+            ("thread_id", "thread_id", UUID),
+            ("read_at", "read_at", TIME),
+            ("archived_at", "archived_at", TIME),
+            ("kind", "kind", TEXT),
+            ("expires_at", "expires_at", TIME),
+            ("supersedes_id", "supersedes_id", UUID),
+            ("created_at", "created_at", TIME),
+            ("source_revision", "revision", INT),
+        ),
+    ),
+    "receipts": (
+        ProjectedReceipt.__tablename__,
+        (
+            ("message_id", "message_id", UUID),
+            ("agent", "agent", TEXT),
+            ("delivered_at", "delivered_at", TIME),
+            ("read_at", "read_at", TIME),
+            ("acknowledged_at", "acknowledged_at", TIME),
+            ("source_revision", "revision", INT),
+        ),
+    ),
+    "tombstones": (
+        ProjectedTombstone.__tablename__,
+        (
+            ("message_id", "message_id", UUID),
+            ("revision", "revision", INT),
+            ("deleted_at", "deleted_at", TIME),
+        ),
+    ),
+    "receipt_tombstones": (
+        ProjectedReceiptTombstone.__tablename__,
+        (
+            ("message_id", "message_id", UUID),
+            ("agent", "agent", TEXT),
+            ("revision", "revision", INT),
+            ("deleted_at", "deleted_at", TIME),
+        ),
+    ),
+}
+
+
+def _sqlite_value(field: str, kind: str) -> str:
+    """The stored form SQLAlchemy writes on SQLite, from canonical text: 32 hex digits
+    for a UUID, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) for a timestamp."""
+    value = f"json_extract(state, '$.{field}')"
+    if kind == UUID:
+        return f"replace({value}, '-', '')"
+    if kind == TIME:  # canonical "YYYY-MM-DDTHH:MM:SS.ffffffZ"; NULL stays NULL
+        return f"substr({value}, 1, 10) || ' ' || substr({value}, 12, 15)"
+    return value
+
+
+def swap_sql(dialect: str, part: str) -> str:
+    """INSERT … SELECT moving one part's staged rows into its projection table."""
+    table, columns = SWAP_TARGETS[part]
+    names = ", ".join(column for column, _, _ in columns)
+    where = "snapshot_id = :snapshot_id AND part = :part"
+    if dialect == "postgresql":
+        fields = ", ".join(f"r.{field}" for _, field, _ in columns)
+        record = ", ".join(f"{field} {kind}" for _, field, kind in columns)
+        return (
+            f"INSERT INTO {table} ({names}) SELECT {fields} "
+            f"FROM staged_snapshot_rows s, json_to_record(s.state::json) AS r({record}) "
+            f"WHERE s.{where.replace(' AND part', ' AND s.part')}"
+        )
+    values = ", ".join(_sqlite_value(field, kind) for _, field, kind in columns)
+    return f"INSERT INTO {table} ({names}) SELECT {values} FROM staged_snapshot_rows WHERE {where}"
+
+
+def swap_in(session: Session, snapshot_id: str, part: str) -> int:
+    """Insert one part of the staged image; how many rows it held."""
+    sql = swap_sql(session.get_bind().dialect.name, part)
+    result = session.execute(text(sql), {"snapshot_id": snapshot_id, "part": part})
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _dumps(row: Row) -> str:
+    return json.dumps(row, separators=(",", ":"))
+
+
 class SnapshotImporter:
     def __init__(
         self,
@@ -128,19 +221,35 @@ class SnapshotImporter:
             session.execute(delete(StagedSnapshotRow))
 
     def _stage(self, snapshot_id: str, rows: list[tuple[str, str, Row]]) -> None:
-        params = [
-            {
-                "snapshot_id": snapshot_id,
-                "part": part,
-                "key": key,
-                "revision": row["revision"],
-                "state": json.dumps(row, separators=(",", ":")),
-            }
-            for part, key, row in rows
-        ]
         with self.db.write() as session:
-            for batch in feedrepo.chunks(params, STAGE_BATCH):
-                session.execute(insert(StagedSnapshotRow), list(batch))
+            bulkload.load(
+                session,
+                StagedSnapshotRow.__tablename__,
+                STAGED_COLUMNS,
+                ((snapshot_id, part, key, row["revision"], _dumps(row)) for part, key, row in rows),
+            )
+
+    def _take(
+        self, page: dict[str, Any], hasher: ContentHasher
+    ) -> tuple[int, list[tuple[str, str, Row]]]:
+        """Check, normalize and hash one page's rows (in order); its messages and rows."""
+        staged: list[tuple[str, str, Row]] = []
+        messages = 0
+        for position, item in enumerate(page.get("rows") or []):
+            try:
+                part, state = item["part"], item["state"]
+                key, row = staged_row(part, state)
+            except (MalformedRow, KeyError, TypeError, AttributeError) as exc:
+                raise _malformed(f"snapshot row #{position}: {exc}") from None
+            hasher.add(part, state)
+            messages += part == "messages"
+            staged.append((part, key, row))
+        return messages, staged
+
+    def _take_and_stage(self, snapshot_id: str, page: dict[str, Any], hasher: ContentHasher) -> int:
+        messages, staged = self._take(page, hasher)
+        self._stage(snapshot_id, staged)
+        return messages
 
     async def fetch(self, source: FeedSource) -> tuple[dict[str, Any], str]:
         """Stage every page; return the head (envelope + cursor) and the snapshot id."""
@@ -149,9 +258,8 @@ class SnapshotImporter:
         messages = 0
         head: dict[str, Any] | None = None
         snapshot_id = ""
-        token: str | None = None
+        page = await source.snapshot_page(page_size=self.page_size, token=None)
         while True:
-            page = await source.snapshot_page(page_size=self.page_size, token=token)
             if page.get("contract") != CONTRACT:
                 raise _malformed(f"snapshot contract is {page.get('contract')!r:.40}")
             this_head = {k: page.get(k) for k in HEAD_FIELDS}
@@ -161,21 +269,24 @@ class SnapshotImporter:
                     raise _malformed("snapshot page has no snapshot_id")
             elif this_head != head or page.get("snapshot_id") != snapshot_id:
                 raise _malformed("snapshot pages disagree on their image (instance, cursor, id)")
-            staged: list[tuple[str, str, Row]] = []
-            for position, item in enumerate(page.get("rows") or []):
-                try:
-                    part, state = item["part"], item["state"]
-                    key, row = staged_row(part, state)
-                except (MalformedRow, KeyError, TypeError, AttributeError) as exc:
-                    raise _malformed(f"snapshot row #{position}: {exc}") from None
-                hasher.add(part, state)
-                messages += part == "messages"
-                staged.append((part, key, row))
-            await asyncio.to_thread(self._stage, snapshot_id, staged)
             token = page.get("next_page")
-            if token is None:
+            # State Hub serves the next page while this one is checked and staged.
+            following = (
+                asyncio.ensure_future(source.snapshot_page(page_size=self.page_size, token=token))
+                if token is not None
+                else None
+            )
+            try:
+                messages += await asyncio.to_thread(self._take_and_stage, snapshot_id, page, hasher)
+            except BaseException:
+                if following is not None:
+                    following.cancel()
+                    await asyncio.gather(following, return_exceptions=True)
+                raise
+            if following is None:
                 final = page
                 break
+            page = await following
         digest = hasher.finish()
         if final.get("count") != messages or final.get("content_hash") != digest:
             raise FeedRefused(
@@ -292,35 +403,8 @@ class SnapshotImporter:
                 SourceCursor,
             ):
                 session.execute(delete(model))
-            targets: dict[str, tuple[Any, Callable[[Row], dict[str, Any]]]] = {
-                "messages": (ProjectedMessage, message_params),
-                "receipts": (ProjectedReceipt, receipt_params),
-                "tombstones": (ProjectedTombstone, tombstone_params),
-                "receipt_tombstones": (
-                    ProjectedReceiptTombstone,
-                    feedrepo.receipt_tombstone_params,
-                ),
-            }
-            stmt = (
-                select(StagedSnapshotRow.part, StagedSnapshotRow.state)
-                .where(StagedSnapshotRow.snapshot_id == snapshot_id)
-                .order_by(StagedSnapshotRow.part, StagedSnapshotRow.key)
-                .execution_options(yield_per=STAGE_BATCH)
-            )
-            pending: dict[str, list[dict[str, Any]]] = {part: [] for part in PARTS}
-
-            def flush(part: str) -> None:
-                if pending[part]:
-                    session.execute(insert(targets[part][0]), pending[part])
-                    counts[part] += len(pending[part])
-                    pending[part] = []
-
-            for part, state in session.execute(stmt):
-                pending[part].append(targets[part][1](json.loads(state)))
-                if len(pending[part]) >= STAGE_BATCH:
-                    flush(part)
             for part in PARTS:
-                flush(part)
+                counts[part] = swap_in(session, snapshot_id, part)
             broken = feedrepo.closure_violations(session)
             if broken:
                 raise FeedRefused(

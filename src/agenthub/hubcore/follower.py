@@ -36,6 +36,16 @@ class FollowOptions:
     snapshot_page_size: int = 2000
     retry_s: float = 0.5
     max_retry_s: float = 30.0
+    # The copy reads `live` while the source was heard from within this; an idle source
+    # is heard from by the empty page ending each long-poll, so a poll ends within half.
+    max_lag_s: float | None = None
+
+    @property
+    def poll_wait_s(self) -> float:
+        """The long-poll wait per request: `wait_s`, shortened to half the max lag."""
+        if self.max_lag_s is None:
+            return self.wait_s
+        return min(self.wait_s, self.max_lag_s / 2)
 
 
 Step = ApplyResult | SnapshotResult
@@ -118,7 +128,7 @@ class Follower:
             page = await self.source.page(
                 position.cursor,
                 limit=self.options.limit,
-                wait=self.options.wait_s if wait is None else wait,
+                wait=self.options.poll_wait_s if wait is None else wait,
                 source_instance=position.instance,
                 source_epoch=position.epoch,
             )

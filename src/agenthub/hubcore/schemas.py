@@ -6,6 +6,6 @@ reader can switch between the two services without changing its parser.
 
 from __future__ import annotations
 
-from agenthub.statehub.schemas import MessageRead
+from agenthub.statehub.schemas import SLUG_SCHEMA, MessageRead
 
-__all__ = ["MessageRead"]
+__all__ = ["SLUG_SCHEMA", "MessageRead"]

@@ -9,18 +9,23 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
 from agenthub.db import make_engine
-from agenthub.statehub import migrate, source
+from agenthub.httperrors import ErrorBoundary, retry_safe
+from agenthub.statehub import idempotency, migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
+from agenthub.statehub.api.idempotency import IdempotencyKeys
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
-from agenthub.statehub.instance import stored_instance_label
+from agenthub.statehub.instance import instance_label_in_force
 from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake, listen, poll
+
+IDEMPOTENCY_SWEEP_S = 600
 
 
 async def _wake_source(
@@ -42,6 +47,13 @@ async def _reap(paged: PagedSnapshots) -> None:
         await asyncio.to_thread(paged.reap)
 
 
+async def _sweep_idempotency(db: Database, clock: Clock) -> None:
+    """Forget `Idempotency-Key` records past their 24 h."""
+    while True:
+        await asyncio.to_thread(idempotency.sweep, db.engine, clock.now())
+        await asyncio.sleep(IDEMPOTENCY_SWEEP_S)
+
+
 def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> FastAPI:
     clock = clock or SystemClock()
 
@@ -53,8 +65,10 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             if settings.auto_migrate:
                 migrate.upgrade(engine)
             db = Database(engine)
+            db.before_write.append(idempotency.claim_in_transaction)
+            db.transaction_required.append(idempotency.claim_pending)
             app.state.db = db
-            app.state.instance_label = settings.instance_label or stored_instance_label(db)
+            app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)
             app.state.feed = FeedService(db, clock, app.state.instance_label)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
@@ -67,6 +81,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.wake = wake
             tasks.append(asyncio.create_task(_wake_source(settings, db, app.state.feed, wake)))
             tasks.append(asyncio.create_task(_reap(app.state.paged_snapshots)))
+            tasks.append(asyncio.create_task(_sweep_idempotency(db, clock)))
             yield
         finally:
             for task in tasks:
@@ -77,8 +92,18 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                 app.state.paged_snapshots.close_all()
             engine.dispose()
 
-    app = FastAPI(title="agenthub State Hub", version="1", lifespan=lifespan)
+    app = FastAPI(
+        title="agenthub State Hub",
+        version="1",
+        lifespan=lifespan,
+        responses=errors.COMMON,
+        docs_url=None,
+    )
+    serve_docs(app)
     errors.install(app)
+    app.add_middleware(IdempotencyKeys, engine=lambda: app.state.db.engine, clock=clock)
+    # Outermost, so a retried request passes the idempotency check again.
+    app.add_middleware(ErrorBoundary, render=errors.unexpected, retry=retry_safe)
     app.include_router(health.router)
     # The feed's fixed paths must match before `/messages/{id}`.
     app.include_router(feed.router)

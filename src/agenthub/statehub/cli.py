@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from agenthub.clierrors import Commands
-from agenthub.db import make_engine
+from agenthub.db import check_reachable, make_engine
+from agenthub.ports import STATEHUB_PORT, require_free
 from agenthub.statehub import migrate as migrations
 from agenthub.statehub.settings import StateHubSettings
 
@@ -17,7 +18,7 @@ app = typer.Typer(
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
-    port: int = typer.Option(8100, help="TCP port."),
+    port: int = typer.Option(STATEHUB_PORT, help="TCP port."),
 ) -> None:
     """Run the State Hub HTTP API (migrates the database to head first)."""
     import uvicorn
@@ -25,6 +26,8 @@ def serve(
     from agenthub.statehub.app import create_app
 
     settings = StateHubSettings()
+    check_reachable(settings.database_url)
+    require_free(host, port)
     typer.echo(f"State Hub on http://{host}:{port} (database {settings.database_url})")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
 

@@ -11,6 +11,9 @@ from agenthub.statehub.models import StateHubMeta
 from agenthub.statehub.store import Database
 
 INSTANCE_KEY = "instance_label"
+# The label the running State Hub answers with (STATEHUB_INSTANCE_LABEL, else the stored
+# one), rewritten at every start so `hubcore capture --source-db` reads what is in force.
+IN_FORCE_KEY = "instance_label_in_force"
 
 
 def stored_instance_label(db: Database) -> str:
@@ -23,6 +26,19 @@ def stored_instance_label(db: Database) -> str:
         row = session.get(StateHubMeta, INSTANCE_KEY)
         assert row is not None
         return row.value
+
+
+def instance_label_in_force(db: Database, configured: str | None) -> str:
+    """The label this start runs with (`configured`, else the stored one), recorded under
+    `IN_FORCE_KEY` where a reader of the database finds it."""
+    label = configured or stored_instance_label(db)
+    with db.write() as session:
+        row = session.get(StateHubMeta, IN_FORCE_KEY)
+        if row is None:
+            _insert_if_absent(session, IN_FORCE_KEY, label)
+        elif row.value != label:
+            row.value = label
+    return label
 
 
 def _insert_if_absent(session: Session, key: str, value: str) -> None:

@@ -10,6 +10,8 @@ from sqlalchemy import (
     BigInteger,
     ForeignKey,
     Index,
+    Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -118,6 +120,22 @@ class StateHubMeta(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class IdempotencyRecord(Base):
+    """A POST's `Idempotency-Key`: claimed in the transaction of the write it guards,
+    then holding the first answer, which a repeat within 24 h gets back."""
+
+    __tablename__ = "idempotency_keys"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    response_body: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
 
 
 def _attach_revision_ddl() -> None:

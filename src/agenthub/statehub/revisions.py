@@ -8,7 +8,7 @@ PostgreSQL (contract §2, §8): a sequence, a per-transaction cache in the GUC
   The lock is taken when the commit starts, not at the first write: the first
   write draws a revision unlocked, and a deferred constraint trigger checks it
   under the lock against the highest committed one, drawing again only when a
-  later drawer committed first (migration 0003);
+  later drawer committed first (migration 0004);
 * `xid`: the writer's `pg_current_xact_id()` (plus a fixed offset that keeps
   revisions monotonic across a mode switch); the feed serves only below
   `pg_snapshot_xmin(pg_current_snapshot())`, so writers never serialize.
@@ -177,7 +177,7 @@ PG_DROP = (
     "DROP SEQUENCE IF EXISTS inbox_revision_seq",
 )
 
-# -- PostgreSQL, `lock` checked at commit (migration 0003) ----------------------
+# -- PostgreSQL, `lock` checked at commit (migration 0004) ----------------------
 #
 # The first write draws `nextval * DRAW_STRIDE` without the lock. When the commit
 # starts, a DEFERRABLE INITIALLY DEFERRED constraint trigger takes the lock and

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from agenthub.statehub.slugs import SLUG_HINT, is_recipient, is_slug
+from agenthub.statehub.slugs import SLUG_HINT, SLUG_PATTERN, is_recipient, is_slug
 
+RECIPIENT_PATTERN = r"^(?:\*|" + SLUG_PATTERN.removeprefix("^").removesuffix("$") + r")$"
+# The slug rule as a schema fact for generated clients; the validators enforce it.
+SLUG_SCHEMA = {"pattern": SLUG_PATTERN, "minLength": 1, "maxLength": 64}
+RECIPIENT_SCHEMA = {"pattern": RECIPIENT_PATTERN, "minLength": 1, "maxLength": 64}
 MAX_SUBJECT = 500
 MAX_BODY = 256 * 1024
 KIND_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,31}$"
@@ -46,8 +50,8 @@ def _no_nul(value: str) -> str:
     return value
 
 
-AgentSlug = Annotated[str, AfterValidator(_slug)]
-Recipient = Annotated[str, AfterValidator(_recipient)]
+AgentSlug = Annotated[str, AfterValidator(_slug), Field(json_schema_extra=SLUG_SCHEMA)]
+Recipient = Annotated[str, AfterValidator(_recipient), Field(json_schema_extra=RECIPIENT_SCHEMA)]
 UTCTimestamp = Annotated[datetime | None, AfterValidator(_utc)]
 PlainText = Annotated[str, AfterValidator(_no_nul)]
 
@@ -105,3 +109,15 @@ class Health(BaseModel):
     instance_label: str
     database: str
     high_water: str | None = None
+
+
+class Problem(BaseModel):
+    """Every State Hub error body. A request-shape 422 carries FastAPI's list of
+    problems in `detail`; feed errors add where the source stands."""
+
+    model_config = ConfigDict(extra="allow")
+
+    detail: str | list[dict[str, Any]]
+    code: str
+    hint: str | None = None
+    resnapshot_required: bool | None = None

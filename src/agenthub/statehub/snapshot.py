@@ -167,6 +167,32 @@ class _Pinned:
     cutoff: Any
     last_used: float
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Hashed on the way while pages are taken in order: the token the next page must
+    # come with, and the hash and message count so far. Any other request (a retry, a
+    # page taken twice or concurrently) drops the running hash, and the last page
+    # hashes the pinned image again instead.
+    hasher: ContentHasher | None = field(default_factory=ContentHasher)
+    messages: int = 0
+    expect: str | None = None
+    hash_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def claim(self, token: str | None) -> bool:
+        """Whether the page after `token` continues the running hash (and claim it)."""
+        with self.hash_lock:
+            continuing = self.hasher is not None and token == self.expect
+            if not continuing:
+                self.hasher = None
+            self.expect = None  # a second request for this page will not continue it
+            return continuing
+
+    def extend(self, rows: list[dict[str, Any]], next_token: str | None) -> None:
+        with self.hash_lock:
+            if self.hasher is None:
+                return
+            for row in rows:
+                self.hasher.add(row["part"], row["state"])
+                self.messages += row["part"] == "messages"
+            self.expect = next_token
 
 
 class PagedSnapshots:
@@ -184,7 +210,7 @@ class PagedSnapshots:
         self.reap()
         pinned = self._pin()
         try:
-            return self._page(pinned, 0, None, page_size)
+            return self._page(pinned, None, 0, None, page_size)
         except BaseException:
             self._release(pinned.id)
             raise
@@ -201,7 +227,7 @@ class PagedSnapshots:
                 "by another State Hub process)",
                 hint="start again with GET /messages/feed/snapshot?page_size=N",
             )
-        return self._page(pinned, part_index, after, page_size)
+        return self._page(pinned, token, part_index, after, page_size)
 
     def reap(self) -> None:
         now = self.feed.clock.monotonic()
@@ -263,8 +289,14 @@ class PagedSnapshots:
         return pinned
 
     def _page(
-        self, pinned: _Pinned, part_index: int, after: list[Any] | None, page_size: int
+        self,
+        pinned: _Pinned,
+        token: str | None,
+        part_index: int,
+        after: list[Any] | None,
+        page_size: int,
     ) -> dict[str, Any]:
+        continuing = pinned.claim(token)
         with self._reader(pinned) as session:
             rows: list[dict[str, Any]] = []
             index, key = part_index, after
@@ -280,11 +312,16 @@ class PagedSnapshots:
                 else:
                     key = _key_of(part, fetched[-1])
             body: dict[str, Any] = {**pinned.head, "snapshot_id": pinned.id, "rows": rows}
-            if index >= len(PARTS):
-                body["count"], body["content_hash"] = image_hash(session, pinned.cutoff)
-                body["next_page"] = None
-            else:
-                body["next_page"] = _encode_token(pinned.id, index, key)
+            done = index >= len(PARTS)
+            body["next_page"] = None if done else _encode_token(pinned.id, index, key)
+            if continuing:
+                pinned.extend(rows, body["next_page"])
+            if done:
+                hasher = pinned.hasher if continuing else None
+                if hasher is not None:
+                    body["count"], body["content_hash"] = pinned.messages, hasher.finish()
+                else:
+                    body["count"], body["content_hash"] = image_hash(session, pinned.cutoff)
         pinned.last_used = self.feed.clock.monotonic()
         if body["next_page"] is None:
             self._release(pinned.id)

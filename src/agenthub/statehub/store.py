@@ -29,6 +29,9 @@ class Database:
         self.before_write: list[SessionHook] = []
         self.before_commit: list[SessionHook] = []
         self.after_commit: list[Callable[[], None]] = []
+        # Something a `before_write` hook must do in this request's transaction (an
+        # Idempotency-Key claim): `statement()` then takes the full `write()` path.
+        self.transaction_required: list[Callable[[], bool]] = []
         if self.sqlite:
             # One revision per State Hub transaction (see `revisions`).
             self.before_write.append(_run(SQLITE_OPEN))
@@ -58,7 +61,7 @@ class Database:
         of BEGIN, statement, COMMIT. On SQLite it is `write()` (no round trips to
         save, and the revision row must be opened and closed around it).
         """
-        if self.sqlite:
+        if self.sqlite or any(required() for required in self.transaction_required):
             with self.write() as session:
                 yield session
             return

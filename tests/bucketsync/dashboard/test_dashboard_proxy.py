@@ -41,7 +41,13 @@ def test_the_page_and_its_assets_are_served_without_a_build_step(world: World) -
 
 def test_bs_13_40_the_page_polls_every_30_s(world: World) -> None:
     config = world.client.get("/dashboard/config.json").json()
-    assert config == {"poll_s": 30.0, "oauth_login": None, "oauth_user": None}
+    assert config == {
+        "poll_s": 30.0,
+        "oauth_login": None,
+        "oauth_user": None,
+        "title": None,
+        "tagline": None,
+    }
 
 
 def test_bs_13_40_the_proxy_forces_wait_0_and_leaves_no_presence(live: LiveWorld) -> None:
@@ -184,4 +190,5 @@ def test_agenthub_dashboard_serve_refuses_a_bad_upstream_with_a_hint() -> None:
 
     result = CliRunner().invoke(app, ["dashboard", "serve", "ftp://example.org"])
     assert result.exit_code == 2
-    assert "not an http(s) URL, e.g. http://host:8200" in result.output
+    assert "not an http(s) URL, e.g. http://host:8300" in result.output
+    assert "hint: " in result.output and "Traceback" not in result.output

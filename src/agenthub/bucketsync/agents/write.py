@@ -6,6 +6,7 @@ from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.core.access import bearer_caller, registration
+from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.sources import read_source
 from agenthub.bucketsync.errors import (
@@ -43,14 +44,14 @@ def register(
     if info is None:
         raise BucketMissing(
             f"your scratch bucket {bucket} does not exist",
-            hint=f"hf buckets create {bucket}",
+            hint=f"{bucket_cli(hub.settings.storage)} create {bucket}",
         )
     handshake = hub.store.read(bucket, naming.HANDSHAKE_FILE)
     uri = f"hf://buckets/{bucket}/{naming.HANDSHAKE_FILE}"
     if handshake is None:
         raise BucketNotOwnedByCaller(
             f"{uri} is missing; it proves you control the bucket",
-            hint=f"echo -n {caller.user} > handshake && hf buckets cp handshake {uri}",
+            hint=f"echo -n {caller.user} > handshake && {bucket_cli(hub.settings.storage)} cp handshake {uri}",
         )
     if handshake.decode("utf-8", errors="replace").strip() != caller.user:
         raise BucketNotOwnedByCaller(
@@ -84,9 +85,14 @@ def register(
         if source.bucket != bucket:
             raise BucketNotOwnedByCaller(
                 f"bio_source must be in your own scratch bucket {bucket}",
-                hint=f"hf buckets cp bio.md hf://buckets/{bucket}/bio.md",
+                hint=f"{bucket_cli(hub.settings.storage)} cp bio.md hf://buckets/{bucket}/bio.md",
             )
-        data = read_source(hub, source, bio_source, hint=f"hf buckets cp <local> {bio_source}")
+        data = read_source(
+            hub,
+            source,
+            bio_source,
+            hint=f"{bucket_cli(hub.settings.storage)} cp <local> {bio_source}",
+        )
         bio = frontmatter.parse_strict(data).body
     if not all(isinstance(tool, str) for tool in tools):
         raise InvalidRequest("tools must be a list of strings")

@@ -204,10 +204,9 @@ class AgentSession:
     # -- helpers ----------------------------------------------------------------------
     def _watcher(self) -> WatchClient:
         if self._watch is None:
-            state = (
-                self.config.watch_dir / self.config.agent_id
-                if self.config.watch_dir is not None
-                else default_state_dir(self.config.url, self.config.agent_id)
+            # COLLAB_WATCH_DIR is the state directory itself (as collab_watch.sh reads it).
+            state = self.config.watch_dir or default_state_dir(
+                self.config.url, self.config.agent_id
             )
             self._watch = WatchClient(
                 self.config.url, self.config.agent_id, stream="updates", state_dir=state

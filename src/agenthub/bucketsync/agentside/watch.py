@@ -1,14 +1,16 @@
 """A typed watch client for agent harnesses written in Python, with `collab_watch.sh`'s
 semantics (seed §13) and state layout, so the two can take turns on one state directory:
 
-- cold start baselines at the newest item without delivering history;
+- cold start baselines at the newest item from before the handle registered, so the first
+  page is what arrived for it since (never older history); a handle that is no registered
+  agent baselines at the newest item;
 - the cursor is only ever the response's top-level `cursor`, persisted verbatim;
 - `run(handler)` acks (advances the cursor) only when the handler returns, and after
   `exec_retries` failures on the same page dead-letters it and moves on;
 - 5xx and connection errors back off 2 → 60 s; ten in a row raise `Offline`;
   a 4xx raises `WatchError` with the server's error body.
 
-    client = WatchClient("http://127.0.0.1:8200", "agent-1")
+    client = WatchClient("http://127.0.0.1:8300", "agent-1")
     page = client.next_page(max_wait=300)   # None when nothing came in time
     if page: handle(page); client.ack(page)
 """
@@ -45,9 +47,34 @@ class Offline(WatchError):
 
 
 def default_state_dir(base_url: str, handle: str) -> Path:
-    root = Path(os.environ.get("COLLAB_WATCH_DIR") or Path.home() / ".collab-watch")
+    """`$COLLAB_WATCH_DIR` (the state directory itself, as collab_watch.sh reads it), else
+    `~/.collab-watch/<host>/<handle>`. A COLLAB_WATCH_DIR holding `<host>/<handle>/` and
+    no cursor of its own is the earlier layout (a base directory) and is still used."""
     host = "".join(c if c.isalnum() or c in "._-" else "_" for c in urlsplit(base_url).netloc)
-    return root / host / handle
+    configured = os.environ.get("COLLAB_WATCH_DIR")
+    if not configured:
+        return Path.home() / ".collab-watch" / host / handle
+    state = Path(configured)
+    nested = state / host / handle
+    if nested.is_dir() and not any(state.glob("cursor.*")):
+        return nested
+    return state
+
+
+def joined_stamp(joined: object) -> str | None:
+    """A registration time (ISO 8601, or upstream's `YYYY-MM-DD HH:MM UTC`) as the compact
+    stamp filenames start with; None when it is not a time."""
+    if not isinstance(joined, str):
+        return None
+    text = joined.strip().replace(" UTC", "+00:00").replace("Z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y%m%d-%H%M%S-") + f"{moment.microsecond // 1000:03d}"
 
 
 @dataclass
@@ -100,8 +127,11 @@ class WatchClient:
         with (self._state / name).open("a") as out:
             out.write(json.dumps({"ts": stamp, "stream": self.stream, **row}) + "\n")
 
-    def _heartbeat(self) -> None:
-        (self._state / "heartbeat").write_text(f"{int(time.time())}\n")
+    def _heartbeat(self, status: str) -> None:
+        """`<epoch> <status> <pid> <stream>`, the line collab_watch.sh writes and reads."""
+        tmp = self._state / "heartbeat.tmp"
+        tmp.write_text(f"{int(time.time())} {status} {os.getpid()} {self.stream}\n")
+        tmp.replace(self._state / "heartbeat")
 
     # -- HTTP ---------------------------------------------------------------------------
     def _url(self) -> str:
@@ -111,13 +141,12 @@ class WatchClient:
             return f"{self.base_url}/v1/channels/feed"
         return f"{self.base_url}/v1/updates"
 
-    def _get(self, params: dict[str, str]) -> Page:
-        if self.stream != "inbox":
-            params = {"as": self.handle, **params}
+    def _fetch(self, url: str, params: dict[str, str]) -> tuple[int, Any]:
+        """GET with the backoff: (status, JSON body) of the first answer below 500."""
         assert self.http is not None
         while True:
             try:
-                response = self.http.get(self._url(), params=params)
+                response = self.http.get(url, params=params)
             except httpx.HTTPError as exc:
                 self._fail(f"{self.base_url} unreachable: {exc}")
                 continue
@@ -126,18 +155,28 @@ class WatchClient:
                 continue
             self._failures = 0
             try:
-                body = response.json()
+                return response.status_code, response.json()
             except ValueError:
                 raise WatchError("the response is not JSON", status=response.status_code) from None
-            if response.status_code >= 400:
-                raise WatchError(
-                    f"{response.status_code}: {body.get('error', body)}",
-                    status=response.status_code,
-                    body=body,
-                )
-            if not isinstance(body, dict) or "cursor" not in body or "items" not in body:
-                raise WatchError("the response has no cursor; is this a bucket-sync server?")
-            return body
+
+    def _get(self, params: dict[str, str]) -> Page:
+        if self.stream != "inbox":
+            params = {"as": self.handle, **params}
+        status, body = self._fetch(self._url(), params)
+        if status >= 400:
+            error = body.get("error", body) if isinstance(body, dict) else body
+            raise WatchError(f"{status}: {error}", status=status, body=body)
+        if not isinstance(body, dict) or "cursor" not in body or "items" not in body:
+            raise WatchError("the response has no cursor; is this a bucket-sync server?")
+        return body
+
+    def _registered_at(self) -> str | None:
+        """The handle's registration as a compact stamp; None for a handle that is no
+        registered agent (a human-<name> handle)."""
+        status, body = self._fetch(f"{self.base_url}/v1/agents/{self.handle}", {})
+        if status >= 400 or not isinstance(body, dict):
+            return None
+        return joined_stamp(body.get("joined"))
 
     def _fail(self, message: str) -> None:
         self._failures += 1
@@ -154,9 +193,14 @@ class WatchClient:
         return self._get(params)
 
     def baseline(self) -> None:
-        """Cold start: remember the newest existing item without delivering history."""
+        """Cold start: remember the newest item from before the handle registered (`before`
+        is exclusive), so what arrived since is delivered and older history never is."""
         if self.cursor() is None:
-            page = self._get({"limit": "1", "order": "desc", "wait": "0"})
+            params = {"limit": "1", "order": "desc", "wait": "0"}
+            joined = self._registered_at()
+            if joined is not None:
+                params["before"] = joined
+            page = self._get(params)
             self._write_cursor(str(page["cursor"] or ""))
 
     # -- watching -----------------------------------------------------------------------
@@ -166,11 +210,12 @@ class WatchClient:
         self.baseline()
         deadline = None if max_wait is None else time.monotonic() + max_wait
         while True:
-            self._heartbeat()
+            self._heartbeat("waiting")
             wait = self.wait_s
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self._heartbeat("no_mail")
                     return None
                 wait = min(wait, left)
             asked = time.monotonic()
@@ -188,6 +233,7 @@ class WatchClient:
         cursor = str(page["cursor"])
         self._journal("delivered.jsonl", after=self.cursor() or "", cursor=cursor)
         self._write_cursor(cursor)
+        self._heartbeat("delivered")
 
     def run(
         self,

@@ -46,7 +46,7 @@ from agenthub.bucketsync.errors import (
     Unauthorized,
     UpstreamUnavailable,
 )
-from agenthub.httperrors import StatusTable, install_error_handlers
+from agenthub.httperrors import StatusTable, allowed_methods, install_error_handlers
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +139,14 @@ def install(app: FastAPI) -> None:
         code, message, hint = _describe(exc)
         return error_response(400, code, message, hint)
 
-    async def http(_request: Request, exc: Exception) -> JSONResponse:
+    async def http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = _HTTP_CODES.get(exc.status_code, "HTTP_ERROR")
         hint = "see GET /v1 for the endpoint list" if exc.status_code in (404, 405) else None
-        return error_response(exc.status_code, code, str(exc.detail), hint)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
+        return error_response(exc.status_code, code, str(exc.detail), hint, headers)
 
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)

@@ -7,6 +7,7 @@ Watched reads are `async`: the read model runs in the threadpool, the park on th
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
+from agenthub.bucketsync.api.openapi import ERRORS, served_as
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import read as channelviews
@@ -25,7 +27,8 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
 from agenthub.bucketsync.live import updates
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
+logger = logging.getLogger(__name__)
 
 CLIENT_SCRIPT = "collab_watch.sh"
 _PACKAGED_CLIENTS = Path(__file__).resolve().parent.parent / "clients"
@@ -86,9 +89,13 @@ async def watched(
     finally:
         gone.cancel()
         if not watch.done():
-            # The client left: free its slot now rather than at the end of its budget.
+            # The client left: free its slot now rather than at the end of its budget, and
+            # let the cancellation land before looking at the task (`cancel()` only asks).
             watch.cancel()
+            await asyncio.wait({watch})
     if watch.cancelled():
+        # Hanging up on a long-poll is what clients do; nobody reads this answer.
+        logger.debug("%s long-poll for %s: the client hung up", mode, owner)
         return {"count": 0, "matched": 0, "items": [], "next": None, "cursor": None}
     return watch.result()
 
@@ -163,7 +170,7 @@ def watching(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/watch.sh")
+@router.get("/watch.sh", responses=served_as("text/x-shellscript"))
 def watch_script(request: Request) -> Response:
     """The official client, read off disk on every request (a redeploy ships a new one)."""
     hub = hub_of(request)

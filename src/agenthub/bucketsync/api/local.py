@@ -8,10 +8,11 @@ from fastapi import APIRouter, Header, Request, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
+from agenthub.bucketsync.api.openapi import ERRORS, served_as
 from agenthub.bucketsync.api.routes import hub_of
 from agenthub.bucketsync.files import scratch
 
-router = APIRouter(prefix="/local/buckets")
+router = APIRouter(prefix="/local/buckets", responses=ERRORS)
 
 
 class CreateBody(BaseModel):
@@ -67,7 +68,9 @@ def tree(
     )
 
 
-@router.get("/{namespace}/{name}/files/{path:path}")
+@router.get(
+    "/{namespace}/{name}/files/{path:path}", responses=served_as("application/octet-stream")
+)
 def get(
     namespace: str,
     name: str,

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agenthub.bucketsync.agents import read as agents
 from agenthub.bucketsync.agents import write as registration
 from agenthub.bucketsync.api import discovery
+from agenthub.bucketsync.api.openapi import ERRORS
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.board import write as messages
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
@@ -20,7 +21,7 @@ from agenthub.bucketsync.live import digest as snapshot
 from agenthub.bucketsync.results import leaderboard
 from agenthub.bucketsync.results import write as results
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
 
 
 def hub_of(request: Request) -> Hub:

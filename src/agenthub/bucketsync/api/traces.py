@@ -8,11 +8,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict
 
+from agenthub.bucketsync.api.openapi import ERRORS, served_as
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.traces import read as traces
 from agenthub.bucketsync.traces.write import promote_trace
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=ERRORS)
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "share_trace.py"
 
 
@@ -42,7 +43,7 @@ def stats(request: Request) -> dict[str, Any]:
     return traces.stats(hub_of(request))
 
 
-@router.get("/share_trace.py")
+@router.get("/share_trace.py", responses=served_as("text/x-python"))
 def share_trace_client() -> Response:
     # Served byte-for-byte, so `python3 share_trace.py` works straight after a download.
     return Response(CLIENT.read_bytes(), media_type="text/x-python; charset=utf-8")

@@ -14,6 +14,7 @@ from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.core.access import bearer_caller, require_organizer
+from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import stamp_record
@@ -258,12 +259,8 @@ def _subscriber(
     source file; a bare agent_id is honoured only for `human-<name>` + Bearer."""
     if source is not None:
         ref = claim_source(hub, source)
-        read_source(
-            hub,
-            ref,
-            source,
-            hint=f"upload any small file there first: hf buckets cp <file> {source}",
-        )
+        upload = f"{bucket_cli(hub.settings.storage)} cp <file> {source}"
+        read_source(hub, ref, source, hint=f"upload any small file there first: {upload}")
         return ref.agent_id
     if agent_id is None:
         raise BodyOrSourceRequired(

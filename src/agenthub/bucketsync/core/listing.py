@@ -15,7 +15,7 @@ from agenthub.bucketsync.core.naming import (
     read_board_filename,
     validate_handle,
 )
-from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.readmodel import FilterMemo, Record
 from agenthub.bucketsync.errors import InvalidQuery
 
 VERIFICATION_STATES = ("pending", "valid", "invalid")
@@ -187,15 +187,16 @@ def page(
         candidates = keys
 
         def content_filter() -> list[str]:
-            loaded = load([listed.paths[key] for key in candidates])
+            chosen = candidates
+            if query.q and isinstance(memo, FilterMemo):  # load only what the index may match
+                chosen = memo.narrow(query.q.lower(), candidates, listed.paths)
+            loaded = load([listed.paths[key] for key in chosen])
             records.update(
-                (key, loaded[listed.paths[key]])
-                for key in candidates
-                if listed.paths[key] in loaded
+                (key, loaded[listed.paths[key]]) for key in chosen if listed.paths[key] in loaded
             )
             return [
                 key
-                for key in candidates
+                for key in chosen
                 if key in records
                 and matches_record(records[key], query)
                 and (

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agenthub.bucketsync.core.frontmatter import Document, parse_lenient
+from agenthub.bucketsync.core.search import SearchIndex
 from agenthub.bucketsync.storage.base import BucketStore, FileEntry
 from agenthub.clock import Clock
 
@@ -73,13 +74,18 @@ class _Folder:
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
     )
+    # For `q=`: paths by content hash and the paths not indexed yet, per (version,
+    # index removals); keys by path for the last listing narrowed.
+    by_hash: tuple[tuple[int, int], dict[str, list[str]], list[str]] | None = None
+    keys_by_path: tuple[Mapping[str, str], dict[str, str]] | None = None
 
 
 class ContentCache:
     """Parsed documents by content hash, evicting least-recently-used past `max_bytes`."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, *, index: SearchIndex | None = None) -> None:
         self.max_bytes = max_bytes
+        self.index = index if index is not None else SearchIndex()
         self._items: OrderedDict[str, tuple[Document, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -100,9 +106,11 @@ class ContentCache:
                 return
             self._items[content_hash] = (document, size)
             self._bytes += size
+            self.index.add(content_hash, document.search_text)
             while self._bytes > self.max_bytes and len(self._items) > 1:
-                _key, (_doc, old_size) = self._items.popitem(last=False)
+                old_hash, (_doc, old_size) = self._items.popitem(last=False)
                 self._bytes -= old_size
+                self.index.remove(old_hash)
                 self.evictions += 1
 
     @property
@@ -195,30 +203,11 @@ class ReadModel:
 
     FILTER_MEMO_SIZE = 64
 
-    def filter_memo(
-        self, folder: str
-    ) -> Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]]:
+    def filter_memo(self, folder: str) -> FilterMemo:
         """A memo for content-filtered key lists of `folder`, valid for one listing version
-        and bounded to the most recent FILTER_MEMO_SIZE filters."""
-        state = self._folder(folder)
-
-        def memo(signature: tuple[Any, ...], compute: Callable[[], list[str]]) -> list[str]:
-            version = self.version(folder)
-            with state.lock:
-                hit = state.filters.get(signature)
-                if hit is not None and hit[0] == version:
-                    state.filters.move_to_end(signature)
-                    return hit[1]
-            keys = compute()
-            with state.lock:
-                if state.version == version:
-                    state.filters[signature] = (version, keys)
-                    state.filters.move_to_end(signature)
-                    while len(state.filters) > self.FILTER_MEMO_SIZE:
-                        state.filters.popitem(last=False)
-            return keys
-
-        return memo
+        and bounded to the most recent FILTER_MEMO_SIZE filters; it also narrows a `q=`
+        search to the records the search index says may match."""
+        return FilterMemo(self, folder)
 
     def records(self, paths: Iterable[str], folder: str) -> dict[str, Record]:
         """Parsed records for `paths` (those that exist); cold misses in one batch read."""
@@ -283,3 +272,60 @@ class ReadModel:
         return Record(
             path=entry.path, content_hash=entry.content_hash, size=entry.size, document=document
         )
+
+
+class FilterMemo:
+    """`ReadModel.filter_memo(folder)`: called as `memo(signature, compute)`."""
+
+    def __init__(self, model: ReadModel, folder: str) -> None:
+        self.model = model
+        self.folder = folder
+
+    def __call__(self, signature: tuple[Any, ...], compute: Callable[[], list[str]]) -> list[str]:
+        model, state = self.model, self.model._folder(self.folder)
+        version = model.version(self.folder)
+        with state.lock:
+            hit = state.filters.get(signature)
+            if hit is not None and hit[0] == version:
+                state.filters.move_to_end(signature)
+                return hit[1]
+        keys = compute()
+        with state.lock:
+            if state.version == version:
+                state.filters[signature] = (version, keys)
+                state.filters.move_to_end(signature)
+                while len(state.filters) > model.FILTER_MEMO_SIZE:
+                    state.filters.popitem(last=False)
+        return keys
+
+    def narrow(self, query: str, keys: Sequence[str], paths: Mapping[str, str]) -> list[str]:
+        """The keys whose record may contain the lowered `query` (a superset of the
+        matches, in `keys` order): indexed records the index names, and every record not
+        indexed yet. Costs the candidates, not the folder, once the folder is indexed."""
+        model, state = self.model, self.model._folder(self.folder)
+        index = model.content.index
+        hashes = index.candidates(query)
+        if hashes is None:
+            return list(keys)
+        entries = model.entries(self.folder)
+        stamp = (state.version, index.removals)
+        cached = state.by_hash
+        if cached is None or cached[0] != stamp:
+            by_hash: dict[str, list[str]] = {}
+            for path, entry in entries.items():
+                by_hash.setdefault(entry.content_hash, []).append(path)
+            unindexed = [p for h, ps in by_hash.items() if h not in index for p in ps]
+            cached = state.by_hash = (stamp, by_hash, unindexed)
+        _, by_hash, unindexed = cached
+        if unindexed:  # loaded since: indexed now (a shrinking list, empty once all are)
+            unindexed = [p for p in unindexed if entries[p].content_hash not in index]
+            state.by_hash = (stamp, by_hash, unindexed)
+        reverse = state.keys_by_path
+        if reverse is None or reverse[0] is not paths:
+            reverse = state.keys_by_path = (paths, {path: key for key, path in paths.items()})
+        key_of = reverse[1]
+        chosen = {key_of[p] for p in unindexed if p in key_of}
+        chosen.update(key_of[p] for h in hashes for p in by_hash.get(h, ()) if p in key_of)
+        if len(keys) != len(paths):  # other filters came first
+            chosen.intersection_update(keys)
+        return sorted(chosen)  # listing keys are sorted

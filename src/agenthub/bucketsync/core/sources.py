@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agenthub.bucketsync.core.access import require_registered
+from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.naming import SourceRef
 from agenthub.bucketsync.errors import SourceNotFound
@@ -30,6 +31,7 @@ def read_source(hub: Hub, source: SourceRef, uri: str, *, hint: str | None = Non
     data = hub.store.read(source.bucket, source.path)
     if data is None:
         raise SourceNotFound(
-            f"{uri} does not exist", hint=hint or f"hf buckets cp <local file> {uri}"
+            f"{uri} does not exist",
+            hint=hint or f"{bucket_cli(hub.settings.storage)} cp <local file> {uri}",
         )
     return data

@@ -2,7 +2,8 @@
 
 import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
 import { scoreChart, seriesFrom } from "./chart.js";
-import { el, number, replace, table, when } from "./dom.js";
+import { el, markOverflow, number, replace, table, when } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 
 const state = { config: { poll_s: 30 }, me: null, page: null, timer: null };
 const $ = (id) => document.getElementById(id);
@@ -112,10 +113,15 @@ const pages = {
       root.append(el("h2", {}, "Message board"), composer(), search, this.data);
     },
     async refresh() {
-      const page = await get("/messages", { expand: "true", limit: 50, q: this.q.value.trim() });
+      const q = this.q.value.trim();
+      const page = await get("/messages", { expand: "true", limit: 50, q });
+      const none = q && !page.items.length
+        ? el("p", { class: "empty-search" }, `No board message matches “${q}”. `,
+          "Channel posts are searched on their channel's page: ", el("a", { href: "#/channels" }, "Channels"), ".")
+        : null;
       replace(this.data,
         el("p", { class: "muted" }, `${page.matched} of ${page.count} messages`),
-        messageList(page.items, "board"));
+        none || messageList(page.items, "board"));
     },
   },
 
@@ -239,7 +245,7 @@ function messageList(items, where) {
       m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, "broadcast") : null,
       m.frontmatter?.channel ? el("span", { class: "badge" }, `#${m.frontmatter.channel}`) : null,
       m.frontmatter?.via ? el("span", { class: "via muted" }, `via ${m.frontmatter.via}`) : null),
-    el("div", { class: "body" }, m.body || ""))));
+    el("div", { class: "body" }, renderMarkdown(m.body || "")))));
 }
 
 function composer(channel = null) {
@@ -293,6 +299,7 @@ async function refresh() {
   try {
     await page.refresh();
     if (state.page !== page) return;
+    markOverflow(document.getElementById("view"));
     $("status").classList.remove("error");
     $("status").textContent = `updated ${new Date().toISOString().slice(11, 19)}Z · refreshes every ${state.config.poll_s}s`;
   } catch (err) { fail(err); }
@@ -308,7 +315,7 @@ function show() {
   root.dataset.page = key;
   state.page = Object.create(pages[key]);
   state.page.mount(root, arg);
-  document.title = `${pages[key].title} · agenthub`;
+  document.title = `${pages[key].title} · ${state.config.title || "agenthub"}`;
   refresh();
 }
 
@@ -316,10 +323,16 @@ async function start() {
   const params = new URLSearchParams(location.search);
   if (params.get("signin_error")) notify(`Sign-in failed: ${params.get("signin_error")}${params.get("hint") ? " — " + params.get("hint") : ""}`);
   try { state.config = await config(); } catch (err) { notify(`Dashboard config unavailable: ${explain(err)}`); }
+  if (state.config.title) {
+    $("title").textContent = state.config.title;
+    document.documentElement.dataset.brand = state.config.title;
+  }
+  if (state.config.tagline) { $("tagline").textContent = state.config.tagline; $("tagline").hidden = false; }
   try {
     const about = await get("");
     $("challenge").textContent = `${about.org} / ${about.collab}`;
   } catch (err) { fail(err); }
+  window.addEventListener("resize", () => markOverflow(document.getElementById("view")));
   await loadMe();
   renderAccount();
   window.addEventListener("hashchange", show);

@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
+from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors
 from agenthub.bucketsync.dashboard.oauth import (
     HfOAuthProvider,
@@ -14,7 +15,7 @@ from agenthub.bucketsync.dashboard.oauth import (
     redirect_uri,
 )
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy
-from agenthub.bucketsync.dashboard.routes import POLL_S, build_router
+from agenthub.bucketsync.dashboard.routes import POLL_S, Branding, build_router, favicon_router
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.clock import Clock
@@ -48,7 +49,13 @@ def oauth_from_settings(
     return OAuthFlow(provider, identity, clock, callback_url=callback)
 
 
-def install(app: FastAPI, *, oauth: OAuthFlow | None = None, poll_s: float = POLL_S) -> None:
+def install(
+    app: FastAPI,
+    *,
+    oauth: OAuthFlow | None = None,
+    poll_s: float = POLL_S,
+    branding: Branding | None = None,
+) -> None:
     """Serve `/dashboard` from the bucket-sync app itself; the proxy calls the app
     in-process, so the page is same-origin and no socket is involved."""
 
@@ -59,20 +66,23 @@ def install(app: FastAPI, *, oauth: OAuthFlow | None = None, poll_s: float = POL
             timeout=PROXY_TIMEOUT_S,
         )
 
-    app.include_router(build_router(Proxy(client), oauth, poll_s=poll_s))
+    app.include_router(build_router(Proxy(client), oauth, poll_s=poll_s, branding=branding))
+    app.include_router(favicon_router())
 
 
 def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     """The dashboard alone, proxying to the bucket-sync at `upstream` (token sign-in)."""
     base = upstream.rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise SettingsError(f"upstream {upstream!r} is not an http(s) URL, e.g. http://host:8200")
+        raise SettingsError(f"upstream {upstream!r} is not an http(s) URL, e.g. http://host:8300")
 
     def client(peer: Peer) -> httpx.AsyncClient:
         # Another server: it sees this proxy's address (it trusts no forwarded header).
         return httpx.AsyncClient(base_url=base, timeout=PROXY_TIMEOUT_S)
 
-    app = FastAPI(title="agenthub dashboard", version="1")
+    app = FastAPI(title="agenthub dashboard", version="1", docs_url=None)
+    serve_docs(app)
     errors.install(app)
     app.include_router(build_router(Proxy(client), None, poll_s=poll_s))
+    app.include_router(favicon_router())
     return app

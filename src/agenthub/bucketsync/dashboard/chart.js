@@ -15,6 +15,8 @@ function svg(tag, attrs = {}, text) {
 export function seriesFrom(results, scoreField) {
   const series = new Map();
   for (const item of results) {
+    // Judged invalid: hidden from the leaderboard, so never plotted either.
+    if (item.verification === "invalid") continue;
     const score = Number(item.frontmatter?.[scoreField]);
     const time = new Date(item.timestamp);
     if (!Number.isFinite(score) || Number.isNaN(time.getTime())) continue;

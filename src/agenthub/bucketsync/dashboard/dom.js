@@ -34,6 +34,14 @@ export function number(value) {
   return value === null || value === undefined ? "—" : Number(value).toLocaleString("en-US");
 }
 
+// A table wider than its box says so: the wrapper gets `overflowing`, which shows a
+// "scroll sideways" hint and an edge shadow (a phone cuts wide tables otherwise).
+export function markOverflow(root) {
+  for (const box of root.querySelectorAll(".scroll")) {
+    box.classList.toggle("overflowing", box.scrollWidth > box.clientWidth + 1);
+  }
+}
+
 export function table(headers, rows, attrs = {}) {
   return el("div", { class: "scroll" },
     el("table", attrs,

@@ -6,6 +6,7 @@ Only HTTP translation here; the rules live in `proxy.py` and `oauth.py`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -33,8 +34,45 @@ CSP = (
 )
 
 
-def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_S) -> APIRouter:
+# The tab icon, also answered at /favicon.ico (browsers ask for it unprompted).
+FAVICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect width="32" height="32" rx="7" fill="#2563eb"/>'
+    '<path d="M9 22V10h4l3 6 3-6h4v12h-3v-7l-4 7-4-7v7z" fill="#fff"/></svg>'
+)
+
+
+@dataclass(frozen=True)
+class Branding:
+    """The challenge's title and tagline (challenge.yaml `branding:`) for the header."""
+
+    title: str = ""
+    tagline: str = ""
+
+
+def favicon_router() -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(
+            FAVICON_SVG,
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    return router
+
+
+def build_router(
+    proxy: Proxy,
+    oauth: OAuthFlow | None,
+    *,
+    poll_s: float = POLL_S,
+    branding: Branding | None = None,
+) -> APIRouter:
     router = APIRouter(prefix="/dashboard", include_in_schema=False)
+    brand = branding or Branding()
 
     @router.get("")
     @router.get("/")
@@ -60,6 +98,8 @@ def build_router(proxy: Proxy, oauth: OAuthFlow | None, *, poll_s: float = POLL_
             "poll_s": poll_s,
             "oauth_login": "/dashboard/oauth/login" if oauth else None,
             "oauth_user": session.user if session else None,
+            "title": brand.title or None,
+            "tagline": brand.tagline or None,
         }
 
     @router.get("/api/v1/{path:path}")

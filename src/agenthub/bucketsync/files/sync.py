@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.sources import claim_source
 from agenthub.bucketsync.errors import InvalidPath, SourceNotFound, SyncTooLarge
@@ -32,7 +33,9 @@ def _source_files(hub: Hub, uri: str) -> tuple[naming.SourceRef, list[tuple[File
             continue  # dot files and odd names stay in the scratch bucket
         found.append((entry, relative))
     if not found:
-        raise SourceNotFound(f"{uri} has no files", hint=f"hf buckets sync <local dir> {uri}")
+        raise SourceNotFound(
+            f"{uri} has no files", hint=f"{bucket_cli(hub.settings.storage)} sync <local dir> {uri}"
+        )
     count = len(found)
     size = sum(entry.size for entry, _ in found)
     if count > hub.settings.sync_max_files or size > hub.settings.sync_max_bytes:

@@ -13,7 +13,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from agenthub.bucketsync.errors import InvalidRequest, StorageUnavailable, Unauthorized
+from agenthub.bucketsync.errors import Conflict, InvalidRequest, StorageUnavailable, Unauthorized
 from agenthub.bucketsync.identity.base import Caller
 
 ROLES = ("admin", "write", "contributor", "read")
@@ -90,9 +90,12 @@ class LocalIdentity:
 _FILE_LOCK = threading.Lock()
 
 
-def add_user(path: Path, name: str, *, role: str, email: str | None = None) -> str:
+def add_user(
+    path: Path, name: str, *, role: str, email: str | None = None, rotate: bool = True
+) -> str:
     """Create (or re-key) a user in the token file and return the new token; only its
-    digest is stored."""
+    digest is stored. With `rotate=False` an existing name is refused (`Conflict`): a
+    re-key revokes the token that user holds."""
     if not USERNAME_RE.match(name):
         raise InvalidRequest(
             f"user name {name!r} is not valid", hint="1-40 of [A-Za-z0-9-], e.g. 'alice'"
@@ -106,6 +109,11 @@ def add_user(path: Path, name: str, *, role: str, email: str | None = None) -> s
             data = json.loads(path.read_text("utf-8"))
         except FileNotFoundError:
             data = {"users": {}}
+        if not rotate and name in data.get("users", {}):
+            raise Conflict(
+                f"user {name!r} already exists",
+                hint=f"pass --rotate to issue {name} a new token (the old one stops working)",
+            )
         data.setdefault("users", {})[name] = {
             "email": email,
             "role": role,

@@ -21,6 +21,7 @@ from typing import Any
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.access import bearer_caller, require_registered
+from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.errors import (
     BucketNotOwnedByCaller,
@@ -175,9 +176,10 @@ class JobsService:
                 hint="launch jobs for your own agents",
             )
         if not hub.store.list(bucket, submission):
+            uri = f"hf://buckets/{bucket}/{submission}"
             raise SourceNotFound(
-                f"hf://buckets/{bucket}/{submission} has no files",
-                hint=f"hf buckets sync <local dir> hf://buckets/{bucket}/{submission}",
+                f"{uri} has no files",
+                hint=f"{bucket_cli(hub.settings.storage)} sync <local dir> {uri}",
             )
         self.check_harness()
         spec = self.spec(

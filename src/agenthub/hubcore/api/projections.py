@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
+from agenthub.hubcore.api.errors import documented
 from agenthub.hubcore.auth import OperatorToken
 from agenthub.hubcore.canonical import canonical_timestamp
 from agenthub.hubcore.errors import MethodNotAllowed, ReadsDisabled
 from agenthub.hubcore.projection import DEFAULT_LIMIT, MAX_LIMIT, InboxProjection, InboxQuery
-from agenthub.hubcore.schemas import MessageRead
+from agenthub.hubcore.schemas import SLUG_SCHEMA, MessageRead
 
 PATH = "/ports/projections/statehub-inbox"
 MODE_HEADER = "X-Hub-Core-Read-Mode"
@@ -41,12 +42,13 @@ def projection(request: Request) -> InboxProjection:
     PATH,
     response_model=list[MessageRead],
     dependencies=[Depends(require_enabled), Depends(require_operator)],
+    responses=documented(401, 403, 404),
 )
 def statehub_inbox(
     response: Response,
     service: Annotated[InboxProjection, Depends(projection)],
-    to_agent: str,
-    from_agent: str | None = None,
+    to_agent: Annotated[str, Query(json_schema_extra=SLUG_SCHEMA)],
+    from_agent: Annotated[str | None, Query(json_schema_extra=SLUG_SCHEMA)] = None,
     unread_only: bool = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
 ) -> list[MessageRead]:

@@ -8,12 +8,15 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, FeedService
-from agenthub.statehub.snapshot import PagedSnapshots, stream
+from agenthub.contracts.inbox_feed import CURSOR_VERSION
+from agenthub.statehub.api.errors import documented
+from agenthub.statehub.feed import DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_S, FeedService
+from agenthub.statehub.snapshot import MAX_PAGE_SIZE, PagedSnapshots, stream
 
 router = APIRouter(prefix="/messages/feed", tags=["feed"])
 NO_STORE = {"Cache-Control": "no-store"}
 DEFAULT_SNAPSHOT_PAGE = 1000
+CURSOR_PATTERN = rf"^{CURSOR_VERSION}:[0-9]{{1,19}}$"
 
 
 def feed(request: Request) -> FeedService:
@@ -24,12 +27,16 @@ def feed(request: Request) -> FeedService:
 Feed = Annotated[FeedService, Depends(feed)]
 
 
-@router.get("/snapshot", response_model=None)
+@router.get("/snapshot", response_model=None, responses=documented(409, 410))
 def snapshot(
     request: Request,
     service: Feed,
     page_size: Annotated[
-        int | None, Query(description="page the image: rows per page (additive to v1)")
+        int | None,
+        Query(
+            description="page the image: rows per page (additive to v1)",
+            json_schema_extra={"minimum": 1, "maximum": MAX_PAGE_SIZE},
+        ),
     ] = None,
     page: Annotated[str | None, Query(description="next_page from the previous page")] = None,
 ) -> StreamingResponse | Response:
@@ -41,13 +48,25 @@ def snapshot(
     return _json(body)
 
 
-@router.get("")
+@router.get("", responses=documented(400, 409, 410))
 async def page(
     request: Request,
     service: Feed,
-    after: str,
+    after: Annotated[
+        str,
+        Query(
+            description="the cursor to read after (`v1:0` from the start)",
+            json_schema_extra={"pattern": CURSOR_PATTERN},
+        ),
+    ],
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    wait: Annotated[float, Query(description="long-poll seconds, clamped to 0-55")] = 0.0,
+    wait: Annotated[
+        float,
+        Query(
+            description="long-poll seconds, clamped to 0-55",
+            json_schema_extra={"minimum": 0, "maximum": MAX_WAIT_S},
+        ),
+    ] = 0.0,
     source_instance: str | None = None,
     source_epoch: str | None = None,
 ) -> Response:

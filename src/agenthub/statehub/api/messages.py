@@ -7,8 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from agenthub.statehub.api.errors import documented
 from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery, MessageRow
 from agenthub.statehub.schemas import (
+    KIND_PATTERN,
+    SLUG_SCHEMA,
     MessageCreate,
     MessageRead,
     ReceiptRead,
@@ -24,9 +27,13 @@ def inbox(request: Request) -> InboxService:
 
 
 Inbox = Annotated[InboxService, Depends(inbox)]
+Slug = Annotated[str, Query(json_schema_extra=SLUG_SCHEMA)]
+Kind = Annotated[str, Query(json_schema_extra={"pattern": KIND_PATTERN})]
+NOT_FOUND = documented(404)
+POST = documented(409)  # an Idempotency-Key reused for another request
 
 
-@router.post("/", status_code=201, response_model=MessageRead)
+@router.post("/", status_code=201, response_model=MessageRead, responses=POST)
 def send_message(data: MessageCreate, service: Inbox) -> MessageRead:
     return MessageRead.model_validate(service.send(data))
 
@@ -34,10 +41,10 @@ def send_message(data: MessageCreate, service: Inbox) -> MessageRead:
 @router.get("/", response_model=list[MessageRead])
 def list_messages(
     service: Inbox,
-    to_agent: str | None = None,
-    from_agent: str | None = None,
+    to_agent: Slug | None = None,
+    from_agent: Slug | None = None,
     unread_only: bool = False,
-    kind: str | None = None,
+    kind: Kind | None = None,
     include_archived: bool = False,
     limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
 ) -> list[MessageRow]:
@@ -53,31 +60,36 @@ def list_messages(
     return service.list_messages(query)
 
 
-@router.get("/{message_id}", response_model=MessageRead)
+@router.get("/{message_id}", response_model=MessageRead, responses=NOT_FOUND)
 def get_message(message_id: uuid.UUID, service: Inbox) -> MessageRead:
     return MessageRead.model_validate(service.get(message_id))
 
 
-@router.get("/{message_id}/thread", response_model=list[MessageRead])
+@router.get("/{message_id}/thread", response_model=list[MessageRead], responses=NOT_FOUND)
 def get_thread(message_id: uuid.UUID, service: Inbox) -> list[MessageRead]:
     return [MessageRead.model_validate(m) for m in service.thread(message_id)]
 
 
-@router.post("/{message_id}/reply", status_code=201, response_model=MessageRead)
+@router.post(
+    "/{message_id}/reply",
+    status_code=201,
+    response_model=MessageRead,
+    responses={**NOT_FOUND, **POST},
+)
 def reply(message_id: uuid.UUID, data: ReplyCreate, service: Inbox) -> MessageRead:
     return MessageRead.model_validate(service.reply(message_id, data))
 
 
-@router.patch("/{message_id}/read", response_model=MessageRead)
-def mark_read(message_id: uuid.UUID, service: Inbox, reader: str | None = None) -> MessageRead:
+@router.patch("/{message_id}/read", response_model=MessageRead, responses=NOT_FOUND)
+def mark_read(message_id: uuid.UUID, service: Inbox, reader: Slug | None = None) -> MessageRead:
     return MessageRead.model_validate(service.mark_read(message_id, reader))
 
 
-@router.post("/{message_id}/ack", response_model=ReceiptRead)
-def acknowledge(message_id: uuid.UUID, service: Inbox, agent: str) -> ReceiptRead:
+@router.post("/{message_id}/ack", response_model=ReceiptRead, responses={**NOT_FOUND, **POST})
+def acknowledge(message_id: uuid.UUID, service: Inbox, agent: Slug) -> ReceiptRead:
     return ReceiptRead.model_validate(service.acknowledge(message_id, agent))
 
 
-@router.patch("/{message_id}/archive", response_model=MessageRead)
+@router.patch("/{message_id}/archive", response_model=MessageRead, responses=NOT_FOUND)
 def archive(message_id: uuid.UUID, service: Inbox) -> MessageRead:
     return MessageRead.model_validate(service.archive(message_id))

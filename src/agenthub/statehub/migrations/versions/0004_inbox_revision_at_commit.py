@@ -1,7 +1,7 @@
 """`lock` mode takes its lock at commit: a deferred constraint trigger per feed table.
 
-Revision ID: 0003_inbox_revision_at_commit
-Revises: 0002_inbox_feed_revision
+Revision ID: 0004_inbox_revision_at_commit
+Revises: 0003_idempotency_keys
 Create Date: 2026-12-01
 
 The first write draws a revision without the advisory lock; a DEFERRABLE
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_inbox_revision_at_commit"
-down_revision: str | None = "0002_inbox_feed_revision"
+revision: str = "0004_inbox_revision_at_commit"
+down_revision: str | None = "0003_idempotency_keys"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

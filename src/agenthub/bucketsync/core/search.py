@@ -1,0 +1,115 @@
+"""The `q=` index: the words of every parsed document, kept beside the content cache.
+
+`q=` is a case-insensitive substring match on a record's `search_text`. A lone run of
+word characters in the lowered query lies inside one word of every text containing it;
+two neighbouring runs lie at the end of one word and the start of the next. So the
+documents holding a word containing the run (a one-run query), or for every pair of
+neighbouring runs a pair of neighbouring words ending and starting with them, are a
+superset of the matches: the listing loads and checks only those, not every record. The index is
+keyed by content hash (documents are content-addressed) and follows the content cache:
+a document is indexed when it is parsed and dropped when it is evicted; a document that
+is not indexed is always a candidate, so the index never hides a match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+import threading
+
+WORD = re.compile(r"\w+")
+
+
+def terms(text: str) -> frozenset[str]:
+    """What a text is indexed under: its words, and each pair of neighbouring words
+    joined by a tab (no word holds one)."""
+    runs = WORD.findall(text)
+    return frozenset((*runs, *(f"{a}\t{b}" for a, b in itertools.pairwise(runs))))
+
+
+class SearchIndex:
+    def __init__(self) -> None:
+        self._words_of: dict[str, frozenset[str]] = {}
+        self._postings: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+        # Every term, newline-joined, so a substring lookup is one C-level scan.
+        self._vocabulary: list[str] = []
+        self._starts: list[int] = []
+        self._joined = ""
+        self._stale = True
+        self.removals = 0  # bumped when a document leaves: callers' "all indexed" goes stale
+
+    def __contains__(self, content_hash: object) -> bool:
+        return content_hash in self._words_of
+
+    def __len__(self) -> int:
+        return len(self._words_of)
+
+    def add(self, content_hash: str, text: str) -> None:
+        if content_hash in self._words_of:
+            return
+        found = terms(text)
+        with self._lock:
+            if content_hash in self._words_of:
+                return
+            self._words_of[content_hash] = found
+            for word in found:
+                holders = self._postings.get(word)
+                if holders is None:
+                    self._postings[word] = {content_hash}
+                    self._stale = True
+                else:
+                    holders.add(content_hash)
+
+    def remove(self, content_hash: str) -> None:
+        with self._lock:
+            self.removals += 1
+            for word in self._words_of.pop(content_hash, ()):
+                holders = self._postings[word]
+                holders.discard(content_hash)
+                if not holders:
+                    del self._postings[word]
+                    self._stale = True
+
+    def candidates(self, query: str) -> set[str] | None:
+        """Content hashes of indexed documents that may contain the lowered `query`
+        (each of its runs of word characters inside some word of theirs); None when the
+        query has no word characters to narrow by."""
+        runs = WORD.findall(query)
+        if not runs:
+            return None
+        # Neighbouring runs of the query are neighbouring words of a match, the first
+        # ending with the one and the next starting with the other: "x\ty" holds "a\tb".
+        needles = [f"{a}\t{b}" for a, b in itertools.pairwise(runs)] or runs
+        with self._lock:
+            if self._stale:
+                self._rebuild()
+            found = self._holding(needles[0])
+            for needle in needles[1:]:
+                if not found:
+                    break
+                found &= self._holding(needle)
+            return found
+
+    def _rebuild(self) -> None:
+        self._vocabulary = list(self._postings)
+        self._starts = []
+        offset = 0
+        for word in self._vocabulary:
+            self._starts.append(offset)
+            offset += len(word) + 1
+        self._joined = "\n".join(self._vocabulary)
+        self._stale = False
+
+    def _holding(self, run: str) -> set[str]:
+        """Documents with a term containing `run` (one C-level scan of the vocabulary)."""
+        joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
+        found: set[str] = set()
+        at = joined.find(run)
+        while at >= 0:
+            index = bisect.bisect_right(starts, at) - 1
+            found.update(self._postings[vocabulary[index]])
+            # Continue after this word: one hit per word is enough.
+            at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
+        return found
