@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from sqlalchemy import Engine, text
 from agenthub.db import make_engine
 from agenthub.statehub import migrate, revisions
 from tests.support.databases import temporary_pg_database
+from tests.support.migrations import load_migration
 
 MIGRATION = Path(migrate.MIGRATIONS_DIR) / "versions" / "0004_inbox_revision_at_commit.py"
 INSERT = (
@@ -24,11 +24,7 @@ INSERT = (
 
 
 def _migration_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("commit_migration", MIGRATION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_migration(MIGRATION)
 
 
 def test_migration_keeps_a_frozen_copy_identical_to_the_models_ddl() -> None:

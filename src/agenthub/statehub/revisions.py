@@ -48,7 +48,8 @@ DATA_COLUMNS_RECEIPTS = tuple(
 
 # -- PostgreSQL ----------------------------------------------------------------
 
-PG_REVISION_FUNCTION_LOCK = f"""
+# Both `lock` revision functions: this transaction's cached revision, if drawn.
+_PG_REVISION_FUNCTION_CACHED = """
 CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -59,7 +60,11 @@ BEGIN
     IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN
         RETURN split_part(cached, ':', 2)::bigint;
     END IF;
-    PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
+"""
+
+PG_REVISION_FUNCTION_LOCK = (
+    _PG_REVISION_FUNCTION_CACHED
+    + f"""    PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
     rev := nextval('inbox_revision_seq');
     PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
     -- Wakes long-polling feed readers on every State Hub worker at commit.
@@ -69,6 +74,7 @@ BEGIN
 END
 $$;
 """
+)
 
 
 def pg_revision_function_xid(offset: int) -> str:
@@ -197,23 +203,15 @@ PG_DROP = (
 # `setval` is not rolled back: a transaction that fails after advancing the mark
 # leaves it too high, which only makes a later transaction re-draw.
 
-PG_REVISION_FUNCTION_LOCK_AT_COMMIT = f"""
-CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    tx text := pg_current_xact_id()::text;
-    cached text := current_setting('statehub.inbox_rev', true);
-    rev bigint;
-BEGIN
-    IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN
-        RETURN split_part(cached, ':', 2)::bigint;
-    END IF;
-    rev := nextval('inbox_revision_seq') * {DRAW_STRIDE};
+PG_REVISION_FUNCTION_LOCK_AT_COMMIT = (
+    _PG_REVISION_FUNCTION_CACHED
+    + f"""    rev := nextval('inbox_revision_seq') * {DRAW_STRIDE};
     PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
     RETURN rev;
 END
 $$;
 """
+)
 
 PG_COMMIT_FUNCTION_LOCK = f"""
 CREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger
