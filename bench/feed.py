@@ -43,9 +43,9 @@ VALUES (gen_random_uuid(), 'bench', 'inbox', 'subject', 'body of a benchmark mes
 ROWS_PER_TRANSACTION = 100
 
 
-def pgbench_tps(url: str, clients: int, seconds: int) -> float:
+def pgbench_tps(url: str, clients: int, seconds: int, sql: str = PGBENCH_SCRIPT) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
-        script.write(PGBENCH_SCRIPT)
+        script.write(sql)
     out = subprocess.run(
         ["pgbench", "-n", "-c", str(clients), "-j", str(clients), "-T", str(seconds),
          "-f", script.name, url],

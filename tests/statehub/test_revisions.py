@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,16 +19,13 @@ from agenthub.statehub.models import AgentMessage, Base
 from agenthub.statehub.schemas import MessageCreate
 from agenthub.statehub.store import Database
 from tests.support.databases import temporary_pg_database
+from tests.support.migrations import load_migration
 
 MIGRATION = Path(migrate.MIGRATIONS_DIR) / "versions" / "0002_inbox_feed_revision.py"
 
 
 def _migration_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("feed_migration", MIGRATION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_migration(MIGRATION)
 
 
 def test_migration_keeps_a_frozen_copy_identical_to_the_models_ddl() -> None:

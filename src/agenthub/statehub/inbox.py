@@ -10,7 +10,9 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
@@ -20,6 +22,10 @@ from agenthub.statehub.models import AgentMessage, MessageReceipt
 from agenthub.statehub.schemas import KIND_PATTERN, MessageCreate, ReplyCreate
 from agenthub.statehub.slugs import BROADCAST, SLUG_HINT, is_slug
 from agenthub.statehub.store import Database
+
+# A listed message: the columns of `agent_messages` as a row (attribute access,
+# like the model), read without building ORM objects.
+MessageRow = Row[Any]
 
 NEWS_KIND = "news"
 MAX_LIST_LIMIT = 1000
@@ -156,7 +162,7 @@ class InboxService:
 
     # -- reads ----------------------------------------------------------------
 
-    def list_messages(self, query: ListQuery) -> list[AgentMessage]:
+    def list_messages(self, query: ListQuery) -> list[MessageRow]:
         if query.to_agent is None and query.from_agent is None:
             raise InvalidRequest(
                 "to_agent is required unless from_agent is given",
@@ -182,10 +188,10 @@ class InboxService:
         # Only a stamping read (unread_only with a reader, not a peek) writes, and
         # only when a broadcast it returns has no delivery stamp yet: a repeated read
         # (the common case) is answered from a read transaction, without the write lock.
-        reader = query.to_agent if query.unread_only and not query.peek else None
+        stamping = query.unread_only and query.to_agent is not None and not query.peek
         with self.db.read() as session:
-            messages, canonical = self._list(session, query, now)
-            if reader is None or not self._undelivered(session, canonical, messages):
+            messages, canonical = self._list(session, query, now, stamping=stamping)
+            if not stamping or not _undelivered(messages):
                 return messages
         with self.db.write() as session:
             messages, canonical = self._list(session, query, now)
@@ -194,8 +200,11 @@ class InboxService:
             return messages
 
     @staticmethod
-    def _list(session: Session, query: ListQuery, now: datetime) -> tuple[list[AgentMessage], str]:
-        """The page, and the reader's canonical slug (`""` without a reader)."""
+    def _list(
+        session: Session, query: ListQuery, now: datetime, *, stamping: bool = False
+    ) -> tuple[list[MessageRow], str]:
+        """The page, and the reader's canonical slug (`""` without a reader); with
+        `stamping`, each row carries whether the reader's delivery stamp exists."""
         canonical, to_values = "", None
         if query.to_agent is not None:
             canonical, to_values = repo.identity(session, query.to_agent)
@@ -213,16 +222,9 @@ class InboxService:
             kind=query.kind,
             include_archived=query.include_archived,
             limit=query.limit,
+            delivered_to=canonical if stamping else None,
         )
         return messages, canonical
-
-    @staticmethod
-    def _undelivered(session: Session, reader: str, messages: list[AgentMessage]) -> bool:
-        """Whether a broadcast in `messages` lacks `reader`'s (canonical) delivery stamp."""
-        broadcasts = {m.id for m in messages if m.to_agent == BROADCAST}
-        if not broadcasts:
-            return False
-        return len(repo.delivered(session, broadcasts, reader)) < len(broadcasts)
 
     def get(self, message_id: uuid.UUID) -> AgentMessage:
         with self.db.read() as session:
@@ -262,6 +264,11 @@ class InboxService:
                 f"message {message_id} not found", hint="check the id; no message has it"
             )
         return message
+
+
+def _undelivered(messages: list[MessageRow]) -> bool:
+    """Whether a broadcast in the page lacks the reader's delivery stamp."""
+    return any(m.to_agent == BROADCAST and not m.delivered for m in messages)
 
 
 def _reply_subject(subject: str) -> str:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import heapq
-import itertools
+import functools
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
+    Integer,
+    Row,
+    Select,
     and_,
+    bindparam,
     exists,
     false,
     func,
@@ -76,7 +81,7 @@ def canonical_agent(session: Session, agent: str) -> str:
     return canonical or agent
 
 
-def not_expired(now: datetime) -> ColumnElement[bool]:
+def not_expired(now: datetime | BindParameter[Any]) -> ColumnElement[bool]:
     return or_(AgentMessage.expires_at.is_(None), AgentMessage.expires_at > now)
 
 
@@ -90,34 +95,83 @@ def list_messages(
     kind: str | None,
     include_archived: bool,
     limit: int,
-) -> list[AgentMessage]:
-    conditions: list[ColumnElement[bool]] = [not_expired(now)]
-    if from_values is not None:
-        conditions.append(AgentMessage.from_agent.in_(from_values))
-    if kind is not None:
-        conditions.append(AgentMessage.kind == kind)
+    delivered_to: str | None = None,
+) -> list[Row[Any]]:
+    """One page, newest first, as rows of `agent_messages` columns, in one statement.
+
+    With `delivered_to` (a canonical slug) each row also carries `delivered`:
+    whether that agent has a delivery stamp on it.
+    """
+    stmt = _page_statement(
+        inbox=to_values is not None,
+        by_sender=from_values is not None,
+        by_kind=kind is not None,
+        include_archived=include_archived,
+        unread_only=unread_only,
+        stamped=delivered_to is not None,
+    )
+    params: dict[str, Any] = {"now": now, "limit": limit}
+    for name, value in (
+        ("to_values", to_values),
+        ("from_values", from_values),
+        ("kind", kind),
+        ("delivered_to", delivered_to),
+    ):
+        if value is not None:
+            params[name] = list(value) if name.endswith("values") else value
+    return list(session.execute(stmt, params).all())
+
+
+@functools.lru_cache(maxsize=128)
+def _page_statement(
+    *,
+    inbox: bool,
+    by_sender: bool,
+    by_kind: bool,
+    include_archived: bool,
+    unread_only: bool,
+    stamped: bool,
+) -> Select[Any]:
+    """The page statement for one combination of filters, built once: values are
+    bound parameters (building the union's column proxies per request was a
+    quarter of the unread read)."""
+    to_values: BindParameter[Any] | None = bindparam("to_values", expanding=True) if inbox else None
+    conditions: list[ColumnElement[bool]] = [not_expired(bindparam("now"))]
+    if by_sender:
+        conditions.append(AgentMessage.from_agent.in_(bindparam("from_values", expanding=True)))
+    if by_kind:
+        conditions.append(AgentMessage.kind == bindparam("kind"))
     if not include_archived:
         conditions.append(AgentMessage.archived_at.is_(None))
     if unread_only:
         conditions.append(_unread(to_values))
-    newest_first = (AgentMessage.created_at.desc(), AgentMessage.id.desc())
+    columns: list[ColumnElement[Any]] = list(AgentMessage.__table__.c)
+    if stamped:
+        stamp = exists().where(
+            MessageReceipt.message_id == AgentMessage.id,
+            MessageReceipt.agent == bindparam("delivered_to"),
+            MessageReceipt.delivered_at.is_not(None),
+        )
+        columns.append(stamp.label("delivered"))
+    limit = bindparam("limit", type_=Integer)
 
-    def page(*where: ColumnElement[bool]) -> list[AgentMessage]:
-        stmt = select(AgentMessage).where(*conditions, *where).order_by(*newest_first).limit(limit)
-        return list(session.scalars(stmt).all())
+    def page(*where: ColumnElement[bool]) -> Select[Any]:
+        newest_first = (AgentMessage.created_at.desc(), AgentMessage.id.desc())
+        return select(*columns).where(*conditions, *where).order_by(*newest_first).limit(limit)
 
     if to_values is None:
         return page()
     # An inbox is the reader's direct messages plus every broadcast. Two scans
-    # that each walk the (to_agent, created_at) index and stop at `limit`, merged,
-    # instead of one OR that reads and sorts every broadcast ever sent.
-    direct = page(AgentMessage.to_agent.in_(to_values))
-    broadcasts = page(AgentMessage.to_agent == BROADCAST)
-    merged = heapq.merge(direct, broadcasts, key=lambda m: (m.created_at, m.id), reverse=True)
-    return list(itertools.islice(merged, limit))
+    # that each walk the (to_agent, created_at) index and stop at `limit`, merged
+    # in the same statement, instead of one OR that reads and sorts every
+    # broadcast ever sent.
+    direct = page(AgentMessage.to_agent.in_(to_values)).subquery()
+    broadcasts = page(AgentMessage.to_agent == BROADCAST).subquery()
+    both = union_all(select(direct), select(broadcasts)).subquery()
+    return select(both).order_by(both.c.created_at.desc(), both.c.id.desc()).limit(limit)
 
 
-def _unread(reader_values: Sequence[str] | None) -> ColumnElement[bool]:
+def _unread(reader_values: BindParameter[Any] | None) -> ColumnElement[bool]:
     direct_unread = and_(AgentMessage.to_agent != BROADCAST, AgentMessage.read_at.is_(None))
     if reader_values is None:
         broadcast_unread: ColumnElement[bool] = and_(
@@ -180,16 +234,6 @@ def upsert_receipts(
         where=or_(*changes) if changes else false(),
     )
     session.execute(stmt)
-
-
-def delivered(session: Session, message_ids: Collection[uuid.UUID], agent: str) -> set[uuid.UUID]:
-    """The ids among `message_ids` that `agent` already has a delivery stamp for."""
-    stmt = select(MessageReceipt.message_id).where(
-        MessageReceipt.agent == agent,
-        MessageReceipt.message_id.in_(message_ids),
-        MessageReceipt.delivered_at.is_not(None),
-    )
-    return set(session.scalars(stmt).all())
 
 
 def get_receipt(session: Session, message_id: uuid.UUID, agent: str) -> MessageReceipt | None:

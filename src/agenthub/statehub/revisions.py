@@ -4,7 +4,11 @@ PostgreSQL (contract §2, §8): a sequence, a per-transaction cache in the GUC
 `statehub.inbox_rev`, and one of two revision sources —
 
 * `lock` (default): `nextval` under `pg_advisory_xact_lock(5348490098)`, so
-  commit order equals revision order and any visible maximum is a watermark;
+  commit order equals revision order and any visible maximum is a watermark.
+  The lock is taken when the commit starts, not at the first write: the first
+  write draws a revision unlocked, and a deferred constraint trigger checks it
+  under the lock against the highest committed one, drawing again only when a
+  later drawer committed first (migration 0004);
 * `xid`: the writer's `pg_current_xact_id()` (plus a fixed offset that keeps
   revisions monotonic across a mode switch); the feed serves only below
   `pg_snapshot_xmin(pg_current_snapshot())`, so writers never serialize.
@@ -31,6 +35,7 @@ from typing import Literal
 from agenthub.contracts.inbox_feed import MESSAGE_FIELDS, RECEIPT_FIELDS
 
 ADVISORY_LOCK_KEY = 5348490098
+DRAW_STRIDE = 1024
 WAKE_CHANNEL = "statehub_inbox_feed"
 RevisionMode = Literal["lock", "xid"]
 
@@ -43,7 +48,8 @@ DATA_COLUMNS_RECEIPTS = tuple(
 
 # -- PostgreSQL ----------------------------------------------------------------
 
-PG_REVISION_FUNCTION_LOCK = f"""
+# Both `lock` revision functions: this transaction's cached revision, if drawn.
+_PG_REVISION_FUNCTION_CACHED = """
 CREATE OR REPLACE FUNCTION inbox_feed_revision() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -54,7 +60,11 @@ BEGIN
     IF cached IS NOT NULL AND cached <> '' AND split_part(cached, ':', 1) = tx THEN
         RETURN split_part(cached, ':', 2)::bigint;
     END IF;
-    PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
+"""
+
+PG_REVISION_FUNCTION_LOCK = (
+    _PG_REVISION_FUNCTION_CACHED
+    + f"""    PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
     rev := nextval('inbox_revision_seq');
     PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
     -- Wakes long-polling feed readers on every State Hub worker at commit.
@@ -64,6 +74,7 @@ BEGIN
 END
 $$;
 """
+)
 
 
 def pg_revision_function_xid(offset: int) -> str:
@@ -172,6 +183,142 @@ PG_DROP = (
     "DROP SEQUENCE IF EXISTS inbox_revision_seq",
 )
 
+# -- PostgreSQL, `lock` checked at commit (migration 0004) ----------------------
+#
+# The first write draws `nextval * DRAW_STRIDE` without the lock. When the commit
+# starts, a DEFERRABLE INITIALLY DEFERRED constraint trigger takes the lock and
+# compares the drawn revision with the highest one committed so far
+# (`inbox_revision_committed`, advanced only under the lock). Above it: the rows
+# keep their revision. Not above it (a later drawer committed first): the
+# transaction takes the committed mark plus one and moves its rows there. Either
+# way commits under the lock carry rising revisions, and the lock is held only
+# from the commit's start to its end.
+#
+# The stride keeps a late committer from pushing everyone behind it into a second
+# draw: `mark + 1` is never a multiple of the stride, so it collides with no drawn
+# revision and stays below the pending ones (only after STRIDE - 1 late commits in
+# a row does it fall back to a fresh draw). Revisions are opaque to consumers
+# (contract: the cursor is not for arithmetic), so the gaps are invisible.
+#
+# `setval` is not rolled back: a transaction that fails after advancing the mark
+# leaves it too high, which only makes a later transaction re-draw.
+
+PG_REVISION_FUNCTION_LOCK_AT_COMMIT = (
+    _PG_REVISION_FUNCTION_CACHED
+    + f"""    rev := nextval('inbox_revision_seq') * {DRAW_STRIDE};
+    PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+    RETURN rev;
+END
+$$;
+"""
+)
+
+PG_COMMIT_FUNCTION_LOCK = f"""
+CREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    tx text := pg_current_xact_id()::text;
+    cached text := current_setting('statehub.inbox_rev', true);
+    drawn bigint;
+    mark bigint;
+    rev bigint;
+BEGIN
+    IF current_setting('statehub.inbox_committed', true) = tx
+        OR cached IS NULL OR cached = '' OR split_part(cached, ':', 1) <> tx THEN
+        RETURN NULL;
+    END IF;
+    -- Held from here to the commit's end: commit order equals revision order.
+    PERFORM pg_advisory_xact_lock({ADVISORY_LOCK_KEY});
+    PERFORM set_config('statehub.inbox_committed', tx, true);
+    drawn := split_part(cached, ':', 2)::bigint;
+    rev := drawn;
+    mark := (SELECT last_value FROM inbox_revision_committed);
+    IF drawn <= mark THEN
+        rev := mark + 1;
+        IF rev % {DRAW_STRIDE} = 0 THEN
+            rev := nextval('inbox_revision_seq') * {DRAW_STRIDE};
+        END IF;
+        PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+        PERFORM inbox_feed_move(drawn, rev);
+    END IF;
+    PERFORM setval('inbox_revision_committed', rev);
+    -- Wakes long-polling feed readers on every State Hub worker at commit.
+    PERFORM pg_notify('{WAKE_CHANNEL}', '');
+    RETURN NULL;
+END
+$$;
+"""
+
+
+def pg_commit_function_xid(offset: int) -> str:
+    """`xid` draws nothing early; a transaction that drew under `lock` and commits
+    after a switch takes its own xid's revision, as every `xid` writer does."""
+    return f"""
+CREATE OR REPLACE FUNCTION inbox_feed_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    tx text := pg_current_xact_id()::text;
+    cached text := current_setting('statehub.inbox_rev', true);
+    rev bigint := pg_current_xact_id()::text::bigint + {int(offset)};
+BEGIN
+    IF current_setting('statehub.inbox_committed', true) = tx
+        OR cached IS NULL OR cached = '' OR split_part(cached, ':', 1) <> tx THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('statehub.inbox_committed', tx, true);
+    PERFORM set_config('statehub.inbox_rev', tx || ':' || rev::text, true);
+    PERFORM inbox_feed_move(split_part(cached, ':', 2)::bigint, rev);
+    RETURN NULL;
+END
+$$;
+"""
+
+
+# Moves every row of one transaction from its drawn revision to its final one (the
+# stamp trigger re-stamps from the updated cache, which already holds `rev`).
+PG_MOVE_FUNCTION = """
+CREATE OR REPLACE FUNCTION inbox_feed_move(drawn bigint, rev bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agent_messages SET revision = rev WHERE revision = drawn;
+    UPDATE message_receipts SET revision = rev WHERE revision = drawn;
+    UPDATE message_tombstones SET revision = rev WHERE revision = drawn;
+    UPDATE receipt_tombstones SET revision = rev WHERE revision = drawn;
+END
+$$;
+"""
+
+FEED_TABLES = ("agent_messages", "message_receipts", "message_tombstones", "receipt_tombstones")
+
+# Queued only while this transaction holds a drawn revision (`xid` mode never
+# caches one), so `xid` writers pay nothing at commit.
+PG_COMMIT_TRIGGERS = "".join(
+    f"""
+CREATE CONSTRAINT TRIGGER {table}_commit_revision AFTER INSERT OR UPDATE ON {table}
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN (current_setting('statehub.inbox_rev', true) <> '')
+    EXECUTE FUNCTION inbox_feed_commit();"""
+    for table in FEED_TABLES
+)
+
+PG_COMMIT_DDL = (
+    "CREATE SEQUENCE IF NOT EXISTS inbox_revision_committed AS bigint MINVALUE 0 START 0",
+    PG_REVISION_FUNCTION_LOCK_AT_COMMIT,
+    PG_MOVE_FUNCTION,
+    PG_COMMIT_FUNCTION_LOCK,
+    PG_COMMIT_TRIGGERS,
+)
+
+PG_COMMIT_DROP = (
+    *(
+        f"DROP TRIGGER IF EXISTS {table}_commit_revision ON {table}"
+        for table in reversed(FEED_TABLES)
+    ),
+    "DROP FUNCTION IF EXISTS inbox_feed_commit()",
+    "DROP FUNCTION IF EXISTS inbox_feed_move(bigint, bigint)",
+    "DROP SEQUENCE IF EXISTS inbox_revision_committed",
+)
+
 # -- SQLite --------------------------------------------------------------------
 
 _SQLITE_DRAW = """
@@ -262,11 +409,11 @@ SQLITE_CLOSE = "UPDATE inbox_revision_state SET open = 0, delete_reason = NULL W
 
 def ddl_for(dialect: str) -> tuple[str, ...]:
     if dialect == "postgresql":
-        return PG_DDL
+        return PG_DDL + PG_COMMIT_DDL
     if dialect == "sqlite":
         return SQLITE_DDL
     raise ValueError(f"no revision machinery for {dialect}")
 
 
 def drop_for(dialect: str) -> tuple[str, ...]:
-    return PG_DROP if dialect == "postgresql" else SQLITE_DROP
+    return PG_COMMIT_DROP + PG_DROP if dialect == "postgresql" else SQLITE_DROP

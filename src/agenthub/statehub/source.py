@@ -124,8 +124,9 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
             offset = max(0, max_revision + 1 - oldest)
             _install_xid(session, offset)
         else:
-            session.execute(text(revisions.PG_REVISION_FUNCTION_LOCK))
+            session.execute(text(revisions.PG_REVISION_FUNCTION_LOCK_AT_COMMIT))
             session.execute(text(revisions.PG_STAMP_FUNCTION))
+            session.execute(text(revisions.PG_COMMIT_FUNCTION_LOCK))
             floor = max(max_revision, switch_xid + current.xid_offset) + 1
             session.execute(text("SELECT setval('inbox_revision_seq', :v)"), {"v": floor})
         new_state = SourceState(mode=mode, xid_offset=offset, generation=current.generation + 1)
@@ -139,6 +140,7 @@ def prepare(db: Database, mode: RevisionMode, *, barrier_timeout_s: float = 60.0
 def _install_xid(session: Session, offset: int) -> None:
     session.execute(text(revisions.pg_revision_function_xid(offset)))
     session.execute(text(revisions.pg_stamp_function_xid(offset)))
+    session.execute(text(revisions.pg_commit_function_xid(offset)))
 
 
 def _wait_for_older_transactions(db: Database, xid: int, timeout_s: float) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from agenthub.statehub.api.errors import documented
-from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery
+from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery, MessageRow
 from agenthub.statehub.schemas import (
     KIND_PATTERN,
     SLUG_SCHEMA,
@@ -51,7 +51,7 @@ def list_messages(
         bool,
         Query(description="Return the unread set without stamping `delivered_at`."),
     ] = False,
-) -> list[MessageRead]:
+) -> list[MessageRow]:
     query = ListQuery(
         to_agent=to_agent,
         from_agent=from_agent,
@@ -61,7 +61,8 @@ def list_messages(
         limit=limit,
         peek=peek,
     )
-    return [MessageRead.model_validate(m) for m in service.list_messages(query)]
+    # Rows straight to the response model: validated once, by `response_model`.
+    return service.list_messages(query)
 
 
 @router.get("/{message_id}", response_model=MessageRead, responses=NOT_FOUND)
