@@ -16,6 +16,7 @@ from agenthub.bucketsync.api.errors import STATUS, error_response, render
 from agenthub.bucketsync.core import idempotency
 from agenthub.bucketsync.core.idempotency import Answer, Attempt, BucketIdempotency
 from agenthub.bucketsync.errors import BucketSyncError
+from agenthub.httperrors import read_body, replay
 
 REPLAYED = "Idempotent-Replayed"
 
@@ -40,7 +41,7 @@ class IdempotencyKeys:
             )
             await response(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         attempt = Attempt.of(key, headers.get("authorization"), "POST", scope["path"], body)
         try:
             answer = await run_in_threadpool(self.keys.begin, attempt)
@@ -65,7 +66,7 @@ class IdempotencyKeys:
         token = idempotency.current.set(attempt)
         finished = False
         try:
-            await self.app(scope, _replay(body, receive), capture)
+            await self.app(scope, replay(body, receive), capture)
             if 200 <= status < 300:
                 try:
                     answered: Any = json.loads(b"".join(chunks) or b"null")
@@ -82,29 +83,3 @@ class IdempotencyKeys:
 
 def _json_response(answer: Answer, headers: dict[str, str]) -> JSONResponse:
     return JSONResponse(answer.body, status_code=answer.status, headers=headers)
-
-
-async def _read_body(receive: Receive) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
-def _replay(body: bytes, upstream: Receive) -> Receive:
-    """The body already read, then the client's own messages (a disconnect)."""
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await upstream()
-
-    return receive
