@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sqlite3
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -58,6 +59,8 @@ def check_reachable(url: str) -> None:
             pass
     except OperationalError as exc:
         first = str(exc.orig or exc).strip().splitlines()[0]
+        if "database is locked" in first:
+            return  # the file opened; another process (a replica migrating) holds its lock
         raise DatabaseUnreachable(first) from exc
     finally:
         engine.dispose()
@@ -83,6 +86,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             kwargs.setdefault("poolclass", QueuePool)
         connect_args = kwargs.pop("connect_args", {})
         connect_args.setdefault("check_same_thread", False)
+        # The driver's own wait for a lock, which applies before any PRAGMA runs.
+        connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
         # Transactions are begun explicitly by the unit of work, so the driver's
         # own implicit BEGIN must not get in the way.
         connect_args.setdefault("isolation_level", None)
@@ -97,9 +102,19 @@ def _install_sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
+        # First, so that switching to WAL also waits for a writer (a replica migrating
+        # at start holds the lock for seconds) instead of failing "database is locked".
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # WAL is a property of the file: set it once. Processes opening a new file at the
+        # same moment race to set it, and the loser's switch can fail at once with
+        # "database is locked" (no busy wait); the winner's setting holds for both.
+        if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
