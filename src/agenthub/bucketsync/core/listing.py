@@ -72,12 +72,7 @@ def parse_query(
 
     limit: int | None = default_limit
     if text("limit") is not None:
-        try:
-            limit = int(params["limit"])
-        except ValueError:
-            raise InvalidQuery(f"limit={params['limit']!r} is not an integer") from None
-        if limit < 1:
-            raise InvalidQuery("limit must be at least 1", hint="use limit=10")
+        limit = parse_limit(params["limit"])
     if expand:
         limit = min(limit or expand_max, expand_max)
 
@@ -263,3 +258,14 @@ def page(
 
 def stamp_prefix(filename: str) -> str:
     return filename[:STAMP_LEN]
+
+
+def parse_limit(raw: str) -> int:
+    """A `limit=` query value: a whole number of at least 1."""
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise InvalidQuery(f"limit={raw!r} is not an integer") from None
+    if limit < 1:
+        raise InvalidQuery("limit must be at least 1", hint="use limit=10")
+    return limit

@@ -192,12 +192,7 @@ def parse_board_query(params: Mapping[str, str]) -> BoardQuery:
             raise InvalidQuery(f"agent={agent!r} is not a valid agent id") from None
     limit: int | None = None
     if params.get("limit"):
-        try:
-            limit = int(params["limit"])
-        except ValueError:
-            raise InvalidQuery(f"limit={params['limit']!r} is not an integer") from None
-        if limit < 1:
-            raise InvalidQuery("limit must be at least 1", hint="use limit=10")
+        limit = listing.parse_limit(params["limit"])
     return BoardQuery(
         verification=tuple(sorted(verification)),
         best_per_agent=best_raw in ("true", "1", "yes"),
