@@ -72,6 +72,16 @@ def statehub_server(database_url: str, **env: str) -> Iterator[tuple[str, int]]:
         proc.wait(timeout=30)
 
 
+def wait_until_up(client: httpx.Client, path: str = "/v1/healthz", tries: int = 300) -> None:
+    """Poll `path` until the server answers at all (it may still be starting)."""
+    for _ in range(tries):
+        try:
+            client.get(path)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,10 +23,13 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
 from agenthub.bucketsync.board.backfill import backfill_inbox
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
+from bench._servers import free_port, wait_until_up
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
@@ -105,12 +107,6 @@ def build_board(data_dir: Path, messages: int, agents: int, rng: random.Random) 
     return ids
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def measure(client: httpx.Client, label: str, urls: list[str]) -> None:
     for url in urls[:20]:  # warm the caches
         client.get(url).raise_for_status()
@@ -175,12 +171,7 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             with httpx.Client(base_url=base, timeout=120) as client:
-                for _ in range(200):
-                    try:
-                        client.get("/v1/healthz")
-                        break
-                    except httpx.TransportError:
-                        time.sleep(0.1)
+                wait_until_up(client, tries=200)
                 t_cold = time.perf_counter()
                 client.get(
                     "/v1/messages", params={"limit": 50, "expand": "true"}

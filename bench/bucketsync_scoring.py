@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,9 +25,12 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
+
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
+from bench._servers import free_port, wait_until_up
 
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
@@ -86,12 +88,6 @@ def build(data_dir: Path, results: int, agents: int, rng: random.Random) -> list
     return ids
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def report(label: str, latencies: list[float]) -> None:
     ordered = sorted(latencies)
     p50 = statistics.median(ordered)
@@ -138,12 +134,7 @@ def main() -> None:
         store = LocalBucketStore(data_dir, durable=False)
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
-                for _ in range(300):
-                    try:
-                        client.get("/v1/healthz")
-                        break
-                    except httpx.TransportError:
-                        time.sleep(0.1)
+                wait_until_up(client, tries=300)
                 cold = timed(client, "GET", "/v1/leaderboard")
                 print(f"{'cold GET /v1/leaderboard (list + parse 50k)':<52} {1000 * cold:8.0f} ms")
                 warm = [timed(client, "GET", "/v1/leaderboard") for _ in range(args.requests)]

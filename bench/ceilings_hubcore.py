@@ -43,7 +43,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from agenthub.db import make_engine
 from agenthub.hubcore import migrate as hubcore_migrate
 from agenthub.statehub import migrate as statehub_migrate
-from bench._servers import free_port, peak_rss_mb, pg_database, statehub_server
+from bench._servers import free_port, peak_rss_mb, pg_database, statehub_server, wait_until_up
 
 SENDERS = ("alice", "bob", "carol", "dave", "ops")
 READER = "state-hub"
@@ -302,12 +302,7 @@ def search_rows(board: int, repeats: int, requests: int = 150) -> list[dict[str,
         plain: list[float] = []
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-                for _ in range(300):
-                    try:
-                        client.get("/v1/healthz")
-                        break
-                    except httpx.TransportError:
-                        time.sleep(0.1)
+                wait_until_up(client, tries=300)
                 client.get("/v1/messages?q=warm&limit=50").raise_for_status()  # parse the board
                 for _ in range(repeats):
                     queries = [
