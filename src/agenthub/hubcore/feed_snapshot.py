@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
@@ -58,6 +58,7 @@ from agenthub.hubcore.repository import (
     receipt_row,
 )
 from agenthub.hubcore.rules import decide, message_transition, receipt_transition
+from agenthub.hubcore.staged_swap import STAGED_COLUMNS, swap_in
 from agenthub.hubcore.store import Database
 
 log = logging.getLogger(__name__)
@@ -102,98 +103,6 @@ def _malformed(message: str) -> FeedRefused:
 
 
 HEAD_FIELDS = ("contract", "source_instance", "source_epoch", "source_time", "cursor", "high_water")
-
-
-# -- the swap in SQL ------------------------------------------------------------------
-# Each staged row holds its canonical JSON (`normalize_*` checked it on the way in);
-# the swap extracts the columns in the database, one INSERT … SELECT per part.
-
-STAGED_COLUMNS = ("snapshot_id", "part", "key", "revision", "state")
-UUID, TIME, TEXT, INT = "uuid", "timestamptz", "text", "bigint"
-# part -> (target table, [(target column, field of the canonical row, kind)])
-SWAP_TARGETS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
-    "messages": (
-        ProjectedMessage.__tablename__,
-        (
-            ("id", "id", UUID),
-            ("from_agent", "from_agent", TEXT),
-            ("to_agent", "to_agent", TEXT),
-            ("subject", "subject", TEXT),
-            ("body", "body", TEXT),
-            ("thread_id", "thread_id", UUID),
-            ("read_at", "read_at", TIME),
-            ("archived_at", "archived_at", TIME),
-            ("kind", "kind", TEXT),
-            ("expires_at", "expires_at", TIME),
-            ("supersedes_id", "supersedes_id", UUID),
-            ("created_at", "created_at", TIME),
-            ("source_revision", "revision", INT),
-        ),
-    ),
-    "receipts": (
-        ProjectedReceipt.__tablename__,
-        (
-            ("message_id", "message_id", UUID),
-            ("agent", "agent", TEXT),
-            ("delivered_at", "delivered_at", TIME),
-            ("read_at", "read_at", TIME),
-            ("acknowledged_at", "acknowledged_at", TIME),
-            ("source_revision", "revision", INT),
-        ),
-    ),
-    "tombstones": (
-        ProjectedTombstone.__tablename__,
-        (
-            ("message_id", "message_id", UUID),
-            ("revision", "revision", INT),
-            ("deleted_at", "deleted_at", TIME),
-        ),
-    ),
-    "receipt_tombstones": (
-        ProjectedReceiptTombstone.__tablename__,
-        (
-            ("message_id", "message_id", UUID),
-            ("agent", "agent", TEXT),
-            ("revision", "revision", INT),
-            ("deleted_at", "deleted_at", TIME),
-        ),
-    ),
-}
-
-
-def _sqlite_value(field: str, kind: str) -> str:
-    """The stored form SQLAlchemy writes on SQLite, from canonical text: 32 hex digits
-    for a UUID, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) for a timestamp."""
-    value = f"json_extract(state, '$.{field}')"
-    if kind == UUID:
-        return f"replace({value}, '-', '')"
-    if kind == TIME:  # canonical "YYYY-MM-DDTHH:MM:SS.ffffffZ"; NULL stays NULL
-        return f"substr({value}, 1, 10) || ' ' || substr({value}, 12, 15)"
-    return value
-
-
-def swap_sql(dialect: str, part: str) -> str:
-    """INSERT … SELECT moving one part's staged rows into its projection table."""
-    table, columns = SWAP_TARGETS[part]
-    names = ", ".join(column for column, _, _ in columns)
-    where = "snapshot_id = :snapshot_id AND part = :part"
-    if dialect == "postgresql":
-        fields = ", ".join(f"r.{field}" for _, field, _ in columns)
-        record = ", ".join(f"{field} {kind}" for _, field, kind in columns)
-        return (
-            f"INSERT INTO {table} ({names}) SELECT {fields} "
-            f"FROM staged_snapshot_rows s, json_to_record(s.state::json) AS r({record}) "
-            f"WHERE s.{where.replace(' AND part', ' AND s.part')}"
-        )
-    values = ", ".join(_sqlite_value(field, kind) for _, field, kind in columns)
-    return f"INSERT INTO {table} ({names}) SELECT {values} FROM staged_snapshot_rows WHERE {where}"
-
-
-def swap_in(session: Session, snapshot_id: str, part: str) -> int:
-    """Insert one part of the staged image; how many rows it held."""
-    sql = swap_sql(session.get_bind().dialect.name, part)
-    result = session.execute(text(sql), {"snapshot_id": snapshot_id, "part": part})
-    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def _dumps(row: Row) -> str:
