@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -18,6 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+# Run as a plain script (`python3 bench/x.py`): the repository root holds `bench`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._servers import percentile, pg_database, statehub_server
 
