@@ -86,19 +86,24 @@ async def listen(dsn: str, channel: str, wake: FeedWake) -> None:
 
 
 async def poll(probe: Callable[[], int], wake: FeedWake, interval: float) -> None:
-    """Compare the servable high water every `interval` and wake on a change.
+    """Compare the servable high water every `interval` while a reader is parked,
+    and wake on a change.
 
-    It keeps probing while nobody is parked: a change landing between a reader's
-    check and its park must still count (one cheap indexed query per interval).
+    Nobody parked, nothing is probed: a reader takes the generation before it
+    checks, so a change landing between its check and its park is still caught
+    by the first probe after it parks, which compares against the last value
+    probed (possibly long ago: at worst one spurious wake, never a missed one).
+    Writes from this process wake at once through `bump_threadsafe`.
     """
     last: int | None = None
     while True:
-        try:
-            current = await asyncio.to_thread(probe)
-        except Exception as exc:
-            log.warning("feed wake poll failed: %s", exc)
-        else:
-            if last is not None and current != last:
-                wake.bump()
-            last = current
+        if wake.parked or last is None:
+            try:
+                current = await asyncio.to_thread(probe)
+            except Exception as exc:
+                log.warning("feed wake poll failed: %s", exc)
+            else:
+                if last is not None and current != last:
+                    wake.bump()
+                last = current
         await asyncio.sleep(interval)
