@@ -26,6 +26,17 @@ log = logging.getLogger(__name__)
 
 
 class FeedWake:
+    """A generation counter readers park on.
+
+    Writers move the generation at once, from any thread; the event loop is
+    woken only while someone is parked. Waking it from a write means writing to
+    its self-pipe, which hands the GIL to the loop thread in the middle of the
+    request, and that handoff was a third of a SQLite send with nobody waiting.
+    The two sides order their steps so that one always sees the other: a writer
+    moves the generation, then looks for parked readers; a reader counts itself
+    parked, then looks at the generation.
+    """
+
     def __init__(self) -> None:
         self.generation = 0
         self.parked = 0
@@ -38,24 +49,29 @@ class FeedWake:
     def bump(self) -> None:
         """Wake everyone parked (event-loop thread only)."""
         self.generation += 1
-        event, self._event = self._event, asyncio.Event()
-        event.set()
+        self._release()
 
     def bump_threadsafe(self) -> None:
         """Wake from any thread (the write path runs in the threadpool)."""
+        self.generation += 1
+        if not self.parked:
+            return
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # loop shutting down
-                loop.call_soon_threadsafe(self.bump)
+                loop.call_soon_threadsafe(self._release)
+
+    def _release(self) -> None:
+        event, self._event = self._event, asyncio.Event()
+        event.set()
 
     async def wait_past(self, generation: int, timeout: float) -> bool:
         """Park until the generation moves past `generation` or `timeout` passes."""
-        if self.generation != generation:
-            return True
-        event = self._event
         self.parked += 1
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            if self.generation != generation:
+                return True
+            await asyncio.wait_for(self._event.wait(), timeout)
             return True
         except TimeoutError:
             return False
