@@ -8,36 +8,22 @@ the watermark of the revision mode: the highest visible revision under `lock`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Row, func, select, text
+import orjson
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
 from agenthub.statehub import cursor, source
+from agenthub.statehub.change_json import encoded_changes, shaped_changes
 from agenthub.statehub.errors import FeedError, ResnapshotConflict, ResnapshotGone
-from agenthub.statehub.rows import (
-    MESSAGE_COLUMNS,
-    MESSAGES,
-    RECEIPT_COLUMNS,
-    RECEIPT_TOMBSTONE_COLUMNS,
-    RECEIPT_TOMBSTONES,
-    RECEIPTS,
-    REVISION_TABLES,
-    TOMBSTONE_COLUMNS,
-    TOMBSTONES,
-    iso,
-    message_state,
-    receipt_state,
-    receipt_tombstone_state,
-    tombstone_state,
-    wire_columns,
-)
+from agenthub.statehub.rows import RECEIPT_TOMBSTONES, REVISION_TABLES, TOMBSTONES, iso
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake
 
@@ -68,6 +54,34 @@ class Position:
             "high_water": cursor.encode(self.high_water),
             "compacted_before": cursor.encode(self.compacted_before),
         }
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one cursor page covers: changes in (after, cut]."""
+
+    position: Position
+    after: int
+    cut: int  # `after` itself when there is no change
+    any: bool
+    has_more: bool
+
+    def head(self, after: str, has_changes: bool) -> dict[str, Any]:
+        """The page's fields before `changes`."""
+        return {
+            **self.position.envelope(),
+            "next_cursor": cursor.encode(self.cut) if has_changes else after,
+            "has_more": self.has_more,
+        }
+
+
+@dataclass(frozen=True)
+class EncodedPage:
+    changes: int
+    body: bytes
+
+
+P = TypeVar("P")
 
 
 class FeedService:
@@ -180,6 +194,34 @@ class FeedService:
         source_instance: str | None = None,
         source_epoch: str | None = None,
     ) -> dict[str, Any]:
+        """A cursor page as dicts (in-process followers)."""
+        with self._window(after, limit, source_instance, source_epoch) as (session, window):
+            changes = shaped_changes(session, window.after, window.cut) if window.any else []
+            return {**window.head(after, bool(changes)), "changes": changes}
+
+    def encoded_page(
+        self,
+        after: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        source_instance: str | None = None,
+        source_epoch: str | None = None,
+    ) -> EncodedPage:
+        """The same page as its JSON body, the changes encoded by the database."""
+        with self._window(after, limit, source_instance, source_epoch) as (session, window):
+            texts = encoded_changes(session, window.after, window.cut) if window.any else []
+            if texts is None:  # a value the SQL does not reshape: shape this page in Python
+                texts = [orjson.dumps(c) for c in shaped_changes(session, window.after, window.cut)]
+            head = orjson.dumps(window.head(after, bool(texts)))
+            body = b"".join((head[:-1], b',"changes":[', b",".join(texts), b"]}"))
+            return EncodedPage(changes=len(texts), body=body)
+
+    @contextmanager
+    def _window(
+        self, after: str, limit: int, source_instance: str | None, source_epoch: str | None
+    ) -> Iterator[tuple[Session, Window]]:
+        """One consistent read: the position, the cursor checked against it, and the
+        revision a page of `limit` changes after the cursor ends on."""
         self.check_restore()
         with self.db.snapshot() as session:
             pos = self.read_position(session)
@@ -190,14 +232,10 @@ class FeedService:
             except FeedError as exc:
                 exc.position = pos.envelope()
                 raise
-            changes, last = self._changes(session, after_revision, pos.high_water, limit)
+            cut = self._cut(session, after_revision, pos.high_water, limit)
+            last = after_revision if cut is None else cut
             has_more = last < pos.high_water and self._any_after(session, last, pos.high_water)
-            return {
-                **pos.envelope(),
-                "next_cursor": cursor.encode(last) if changes else after,
-                "has_more": has_more,
-                "changes": changes,
-            }
+            yield session, Window(pos, after_revision, last, cut is not None, has_more)
 
     def _check(
         self,
@@ -231,11 +269,10 @@ class FeedService:
                 hint=hint,
             )
 
-    def _changes(
-        self, session: Session, after: int, bound: int, limit: int
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Changes in (after, cut], where `cut` is the revision of the `limit`-th
-        change: a page ends on a whole revision, so it may run past `limit`."""
+    @staticmethod
+    def _cut(session: Session, after: int, bound: int, limit: int) -> int | None:
+        """The revision of the `limit`-th change after `after` (or the last one): a
+        page ends on a whole revision, so it may run past `limit`. None: no change."""
         revisions: list[int] = []
         for table in REVISION_TABLES:
             revisions.extend(
@@ -247,84 +284,9 @@ class FeedService:
                 ).all()
             )
         if not revisions:
-            return [], after
+            return None
         revisions.sort()
-        cut = revisions[limit - 1] if len(revisions) >= limit else revisions[-1]
-
-        # PostgreSQL formats every id and timestamp into the contract's text in
-        # SQL (`wire_columns`), so a row zipped with its field names is its state;
-        # SQLite's stored text goes through the row shape.
-        postgres = not self.db.sqlite
-
-        def states(
-            columns: Sequence[Any],
-            table: Any,
-            shape: Callable[[Row[Any]], dict[str, Any]],
-            *order: Any,
-        ) -> list[dict[str, Any]]:
-            stmt = (
-                select(*wire_columns(session, columns))
-                .where(table.revision > after, table.revision <= cut)
-                .order_by(table.revision, *order)
-            )
-            result = session.execute(stmt)
-            if postgres:
-                names = [column.name for column in columns]
-                return [dict(zip(names, row, strict=True)) for row in result]
-            return [shape(row) for row in result]
-
-        changes = [
-            {
-                "revision": m["revision"],
-                "entity": "message",
-                "key": m["id"],
-                "op": "upsert",
-                "state": m,
-            }
-            for m in states(MESSAGE_COLUMNS, MESSAGES, message_state, MESSAGES.id)
-        ]
-        changes += [
-            {
-                "revision": r["revision"],
-                "entity": "receipt",
-                "key": f"{r['message_id']}:{r['agent']}",
-                "op": "upsert",
-                "state": r,
-            }
-            for r in states(
-                RECEIPT_COLUMNS, RECEIPTS, receipt_state, RECEIPTS.message_id, RECEIPTS.agent
-            )
-        ]
-        changes += [
-            {
-                "revision": r["revision"],
-                "entity": "receipt",
-                "key": f"{r['message_id']}:{r['agent']}",
-                "op": "delete",
-                "state": r,
-            }
-            for r in states(
-                RECEIPT_TOMBSTONE_COLUMNS,
-                RECEIPT_TOMBSTONES,
-                receipt_tombstone_state,
-                RECEIPT_TOMBSTONES.message_id,
-                RECEIPT_TOMBSTONES.agent,
-            )
-        ]
-        changes += [
-            {
-                "revision": t["revision"],
-                "entity": "tombstone",
-                "key": t["message_id"],
-                "op": "delete",
-                "state": t,
-            }
-            for t in states(TOMBSTONE_COLUMNS, TOMBSTONES, tombstone_state, TOMBSTONES.message_id)
-        ]
-        # Stable: within a revision, messages, receipts, receipt deletes, tombstones,
-        # each in key order (the order the contract serves).
-        changes.sort(key=itemgetter("revision"))
-        return changes, cut
+        return revisions[limit - 1] if len(revisions) >= limit else revisions[-1]
 
     @staticmethod
     def _any_after(session: Session, revision: int, bound: int) -> bool:
@@ -350,15 +312,43 @@ class FeedService:
     ) -> dict[str, Any]:
         """A page, parking first (up to `wait` seconds, clamped to 0-55) while it
         would be empty. Check before park; a wake only makes us re-read."""
+
+        def fetch() -> dict[str, Any]:
+            return self.page(
+                after, limit, source_instance=source_instance, source_epoch=source_epoch
+            )
+
+        return await self._park(wake, wait, fetch, lambda page: bool(page["changes"]))
+
+    async def wait_encoded_page(
+        self,
+        wake: FeedWake,
+        after: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        wait: float = 0.0,
+        source_instance: str | None = None,
+        source_epoch: str | None = None,
+    ) -> EncodedPage:
+        """`wait_page` answered as the JSON body (the HTTP route)."""
+
+        def fetch() -> EncodedPage:
+            return self.encoded_page(
+                after, limit, source_instance=source_instance, source_epoch=source_epoch
+            )
+
+        return await self._park(wake, wait, fetch, lambda page: page.changes > 0)
+
+    async def _park(
+        self, wake: FeedWake, wait: float, fetch: Callable[[], P], full: Callable[[P], bool]
+    ) -> P:
         wait = min(max(wait, 0.0), MAX_WAIT_S)
         deadline = self.clock.monotonic() + wait
         timed_out = False
         while True:
             generation = wake.generation
-            page = await asyncio.to_thread(
-                self.page, after, limit, source_instance=source_instance, source_epoch=source_epoch
-            )
+            page = await asyncio.to_thread(fetch)
             remaining = deadline - self.clock.monotonic()
-            if page["changes"] or remaining <= 0 or timed_out:
+            if full(page) or remaining <= 0 or timed_out:
                 return page
             timed_out = not await wake.wait_past(generation, remaining)

@@ -70,7 +70,7 @@ async def page(
     source_instance: str | None = None,
     source_epoch: str | None = None,
 ) -> Response:
-    body = await service.wait_page(
+    page = await service.wait_encoded_page(
         request.app.state.wake,
         after,
         limit,
@@ -78,7 +78,7 @@ async def page(
         source_instance=source_instance,
         source_epoch=source_epoch,
     )
-    return _json(body)
+    return Response(page.body, media_type="application/json", headers=NO_STORE)
 
 
 def _json(body: dict[str, Any]) -> Response:
