@@ -207,7 +207,7 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def download(served: Served, **params: str) -> httpx.Response:
+def download(served: Served, **params: str) -> Any:
     response = served.world.client.get("/v1/leaderboard", params=params)
     assert response.status_code == 200, response.text
     return response
