@@ -20,7 +20,7 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.live import pareto
 from agenthub.bucketsync.live.boardview import COLUMNS
-from agenthub.bucketsync.results.leaderboard import Row
+from agenthub.bucketsync.results.leaderboard import Entry, Row, rank
 from agenthub.bucketsync.scoring.quota import LedgerRow, QuotaLedger
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
@@ -191,6 +191,32 @@ def test_baseline_must_be_a_boolean_and_false_is_an_ordinary_result(served: Serv
     stored = served.world.client.get(f"/v1/results/{ordinary}").json()["frontmatter"]
     assert "baseline" not in stored
     assert served.board()["rows"][0]["filename"] == ordinary
+
+
+def test_rank_keeps_baselines_apart_each_one_shown_and_the_verification_filter_applies() -> None:
+    def entry(n: int, agent: str, score: float, **fm: Any) -> Entry:
+        stamp = f"20260301-12000{n}-000"
+        return Entry(
+            f"{stamp}_{agent}.md", agent, stamp, {"score": score, "status": "agent-run", **fm}
+        )
+
+    entries = [
+        entry(1, "a", 0.5),
+        entry(2, "ref", 0.9, baseline=True),
+        entry(3, "ref", 0.8, baseline=True),
+        entry(4, "ref", 0.7, baseline=True),
+        entry(5, "ref", 0.6),
+    ]
+    index = {entries[3].filename: "invalid"}
+
+    ranking = rank(entries, index, score_field="score", order="desc")
+
+    assert [(r.rank, r.agent, r.score) for r in ranking.rows] == [(1, "ref", 0.6), (2, "a", 0.5)]
+    assert [(r.rank, r.score, r.baseline) for r in ranking.baselines] == [
+        (None, 0.9, True),
+        (None, 0.8, True),
+    ]
+    assert ranking.excluded["verification_invalid"] == 1
 
 
 # -- downloads ----------------------------------------------------------------------------
