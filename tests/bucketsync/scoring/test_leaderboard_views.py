@@ -71,16 +71,18 @@ class Served:
         body = {"source": self.world.uri(agent, f"traces/{session}/")}
         assert self.world.client.post("/v1/traces", json=body).status_code == 201
 
-    def ran(self, agent: str, job: str, minutes: float | None) -> None:
-        """A run in the jobs ledger, and its job_status.json (unfinished when None)."""
+    def ran(self, agent: str, job: str, minutes: float | None, *, listed: bool = False) -> None:
+        """A run in the jobs ledger (unless already `listed`), and its job_status.json
+        (unfinished when `minutes` is None)."""
         hub = self.world.hub
         s = hub.settings
         ledger = QuotaLedger(hub.store, s.audit_bucket, s.job_quota_ledger_path)
         run = f"runs/{job}/"
         bucket = self.world.bucket(agent)
-        start = self.clock.now() - timedelta(hours=1)
-        row = LedgerRow(start, agent, f"user-{agent}", job, bucket, run)
-        ledger.save([*ledger.rows(), row])
+        start = NOW - timedelta(hours=1)
+        if not listed:
+            row = LedgerRow(start, agent, f"user-{agent}", job, bucket, run)
+            ledger.save([*ledger.rows(), row])
         status: dict[str, Any] = {"job_id": job, "launched_at": start.isoformat()}
         status["finished_at"] = (
             (start + timedelta(minutes=minutes)).isoformat() if minutes is not None else None
@@ -440,3 +442,43 @@ def test_the_front_follows_the_score_order() -> None:
 
     assert desc == {"high.md": "front", "low.md": "dominated"}
     assert asc == {"low.md": "front", "high.md": "dominated"}
+
+
+class CountingStore(LocalBucketStore):
+    """The local store, counting reads of run status files."""
+
+    status_reads = 0
+
+    def read(self, bucket: str, path: str) -> bytes | None:
+        if path.endswith("job_status.json"):
+            self.status_reads += 1
+        return super().read(bucket, path)
+
+
+def test_a_finished_runs_minutes_are_read_once_a_running_one_each_time(tmp_path: Path) -> None:
+    clock = FrozenClock(NOW)
+    settings = make_settings(tmp_path / "data", JOBS_ENABLED="true")
+    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+    store = CountingStore(settings.data_dir, clock=clock)
+    app = create_app(settings, store=store, identity=identity, clock=clock)
+    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        served = Served(World(client, app.state.hub, identity), clock)  # type: ignore[arg-type]
+        served.world.agent("agent-1")
+        served.promoted("agent-1", 0.5)
+        served.ran("agent-1", "job-1", 3.0)
+        served.ran("agent-1", "job-2", 4.0)
+        served.ran("agent-1", "job-3", None)
+
+        reads = []
+        for _ in range(2):
+            before = store.status_reads
+            running = served.board(view="pareto", cost="job_minutes")["unknown_cost"]
+            reads.append(store.status_reads - before)
+        served.ran(
+            "agent-1", "job-3", 1.5, listed=True
+        )  # the run ends: its status now has finished_at
+        done = served.board(view="pareto", cost="job_minutes")["rows"]
+
+    assert [row["cost"]["job_minutes"] for row in running] == [None]
+    assert reads == [3, 1]  # the second read re-reads only the run still going
+    assert [row["cost"]["job_minutes"] for row in done] == [8.5]
