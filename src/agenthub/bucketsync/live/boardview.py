@@ -1,7 +1,9 @@
 """`GET /v1/leaderboard` in every view and format.
 
     view=board (default)   ranked agents in `rows`, organizer baselines (unranked) apart
-    view=pareto            the non-dominated rows over score and reported cost (pareto.py)
+    view=pareto            the non-dominated rows over score and reported cost (pareto.py),
+                           among the rows the query selects (verification, best_per_agent,
+                           agent, limit)
     format=csv|json        a download (Content-Disposition: attachment) of every row the
                            view shows, with every column, `limit=` ignored: for view=board
                            the ranked rows then the baselines, for view=pareto the front
