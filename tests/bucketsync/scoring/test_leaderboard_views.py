@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -92,15 +93,24 @@ class Served:
         )
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+@contextmanager
+def serving(
+    tmp_path: Path, store_type: type[LocalBucketStore] = LocalBucketStore, **env: str
+) -> Iterator[Served]:
+    """A live bucket-sync on loopback (jobs on unless `env` says otherwise)."""
     clock = FrozenClock(NOW)
-    settings = make_settings(tmp_path / "data", JOBS_ENABLED="true")
+    settings = make_settings(tmp_path / "data", **{"JOBS_ENABLED": "true", **env})
     identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    store = LocalBucketStore(settings.data_dir, clock=clock)
+    store = store_type(settings.data_dir, clock=clock)
     app = create_app(settings, store=store, identity=identity, clock=clock)
     with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         yield Served(World(client, app.state.hub, identity), clock)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with serving(tmp_path) as running:
+        yield running
 
 
 def organizer_agent(served: Served, agent: str = "baseline-bot") -> str:
@@ -397,12 +407,7 @@ def test_the_pareto_download_is_the_front(served: Served) -> None:
 
 
 def test_with_jobs_off_every_job_minutes_is_unknown(tmp_path: Path) -> None:
-    clock = FrozenClock(NOW)
-    settings = make_settings(tmp_path / "data")
-    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    app = create_app(settings, identity=identity, clock=clock)
-    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
-        served = Served(World(client, app.state.hub, identity), clock)  # type: ignore[arg-type]
+    with serving(tmp_path, JOBS_ENABLED="false") as served:
         served.world.agent("agent-1")
         served.promoted("agent-1", 0.5)
         served.share_tokens("agent-1", "s-1", 10)
@@ -456,13 +461,9 @@ class CountingStore(LocalBucketStore):
 
 
 def test_a_finished_runs_minutes_are_read_once_a_running_one_each_time(tmp_path: Path) -> None:
-    clock = FrozenClock(NOW)
-    settings = make_settings(tmp_path / "data", JOBS_ENABLED="true")
-    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    store = CountingStore(settings.data_dir, clock=clock)
-    app = create_app(settings, store=store, identity=identity, clock=clock)
-    with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
-        served = Served(World(client, app.state.hub, identity), clock)  # type: ignore[arg-type]
+    with serving(tmp_path, CountingStore) as served:
+        store = served.world.hub.store
+        assert isinstance(store, CountingStore)
         served.world.agent("agent-1")
         served.promoted("agent-1", 0.5)
         served.ran("agent-1", "job-1", 3.0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from agenthub.bucketsync.core import listing, naming
 from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import ReadModel, Record
+from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
 from agenthub.bucketsync.results.baseline import is_baseline
 from agenthub.bucketsync.results.write import verification_index
@@ -323,16 +322,11 @@ class ScoredResults:
             )
 
 
-_SCORED: weakref.WeakKeyDictionary[ReadModel, ScoredResults] = weakref.WeakKeyDictionary()
-_SCORED_LOCK = threading.Lock()
+_SCORED = PerReadModel(ScoredResults)
 
 
 def scored_results(hub: Hub) -> ScoredResults:
-    with _SCORED_LOCK:
-        found = _SCORED.get(hub.read_model)
-        if found is None:
-            found = _SCORED[hub.read_model] = ScoredResults()
-        return found
+    return _SCORED.of(hub.read_model)
 
 
 def cached_ranking(hub: Hub, query: BoardQuery) -> Ranking:

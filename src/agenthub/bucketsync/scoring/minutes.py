@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import ReadModel
+from agenthub.bucketsync.core.readmodel import PerReadModel
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, StorageUnavailable
 from agenthub.bucketsync.scoring.jobs import read_status
 from agenthub.bucketsync.scoring.quota import LedgerRow, QuotaLedger
@@ -68,16 +67,7 @@ class FinishedSpans:
             self._minutes = {k: v for k, v in self._minutes.items() if k in listed}
 
 
-_SPANS: weakref.WeakKeyDictionary[ReadModel, FinishedSpans] = weakref.WeakKeyDictionary()
-_SPANS_LOCK = threading.Lock()
-
-
-def finished_spans(hub: Hub) -> FinishedSpans:
-    with _SPANS_LOCK:
-        found = _SPANS.get(hub.read_model)
-        if found is None:
-            found = _SPANS[hub.read_model] = FinishedSpans()
-        return found
+_SPANS = PerReadModel(FinishedSpans)
 
 
 def agent_minutes(hub: Hub) -> dict[str, float | None] | None:
@@ -91,7 +81,7 @@ def agent_minutes(hub: Hub) -> dict[str, float | None] | None:
     except QuotaBackendUnavailable as exc:
         log.warning("job minutes unknown: %s", exc.message)
         return None
-    spans = finished_spans(hub)
+    spans = _SPANS.of(hub.read_model)
     spans.keep_only(rows)
     minutes: dict[str, float | None] = {}
     for row in rows:
