@@ -191,3 +191,31 @@ def test_missing_configuration_names_each_variable(monkeypatch: Any) -> None:
     assert result.exit_code == 2
     for name in ("BUCKETSYNC_URL", "AGENT_ID", "SCRATCH_BUCKET"):
         assert name in result.output
+
+
+def test_the_leaderboard_tool_gives_the_pareto_view(server: Server) -> None:
+    world = server.world
+    for n, (agent, score) in enumerate((("agent-1", 0.9), ("agent-2", 0.5))):
+        text = f"---\nscore: {score}\nmethod: m\nstatus: agent-run\ndescription: d{n}\n---\n"
+        assert world.put(agent, f"r{n}.md", text).status_code == 201
+        source = {"source": world.uri(agent, f"r{n}.md")}
+        assert world.client.post("/v1/results", json=source).status_code == 201
+    fm = {"schema_version": 1, "harness": "codex", "session_id": "s-1", "tokens": {"input": 40}}
+    manifest = f"---\n{json.dumps(fm)}\n---\nsummary\n"
+    assert world.put("agent-2", "traces/s-1/manifest.md", manifest).status_code == 201
+    shared = {"source": world.uri("agent-2", "traces/s-1/")}
+    assert world.client.post("/v1/traces", json=shared).status_code == 201
+
+    async def body(session: ClientSession) -> tuple[Any, CallToolResult]:
+        front = payload(
+            await session.call_tool("leaderboard", {"view": "pareto", "cost": "tokens"})
+        )
+        wrong = await session.call_tool("leaderboard", {"view": "best"})
+        return front, wrong
+
+    front, wrong = with_mcp(mcp_env(server), body)
+
+    assert front["view"] == "pareto" and front["cost_axes"] == ["tokens"]
+    assert [(r["agent"], r["cost"]["tokens"]) for r in front["rows"]] == [("agent-2", 40)]
+    assert [r["agent"] for r in front["unknown_cost"]] == ["agent-1"]  # no trace: unknown
+    assert "400: INVALID_QUERY" in error_text(wrong)

@@ -203,3 +203,30 @@ def test_done_when_two_exec_watchers_on_two_workers_hear_each_other(
         for watcher in watchers:
             watcher.terminate()
             watcher.wait(timeout=10)
+
+
+def test_the_rate_limit_headers_reset_across_workers_when_the_window_gives_back(
+    two_workers: tuple[HttpWorld, HttpWorld],
+) -> None:
+    """Waiting X-RateLimit-Reset seconds after a 429 on one worker is enough for the other
+    to admit the next request: the reset is the shared window's, not a worker's. The raw
+    window is a minute of wall-clock time in Redis, so this waits up to that long."""
+    a, b = two_workers
+    a.agent("agent-1")
+    answers = [(a if i % 2 else b).raw("agent-1", f"n{i}") for i in range(6)]
+    assert [r.status_code for r in answers] == [201] * 5 + [429]
+    assert [r.headers["X-RateLimit-Remaining"] for r in answers] == ["4", "3", "2", "1", "0", "0"]
+    time.sleep(1.5)
+    again = b.raw("agent-1", "still too soon")
+    assert again.status_code == 429
+    first_reset = int(answers[-1].headers["X-RateLimit-Reset"])
+    assert int(again.headers["X-RateLimit-Reset"]) < first_reset  # the reset counts down too
+
+    time.sleep(int(again.headers["X-RateLimit-Reset"]) + 0.5)
+    admitted = a.raw("agent-1", "after the reset")
+
+    assert admitted.status_code == 201, admitted.text
+    # The five hits came within a second, so they all left the minute together: the
+    # window is whole again, less this request (the hourly window is looser).
+    assert admitted.headers["X-RateLimit-Remaining"] == "4"
+    assert admitted.headers["X-RateLimit-Limit"] == "5"

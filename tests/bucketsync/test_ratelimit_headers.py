@@ -112,3 +112,32 @@ def test_two_workers_on_redis_share_one_countdown_and_it_resets() -> None:
         assert admitted and (quota.limit, quota.remaining) == (2, 1)
     finally:
         drop_prefix(url, prefix)
+
+
+def test_bucket_source_writes_and_registration_carry_the_headers_too(world: World) -> None:
+    world.agent("agent-1")
+    world.put(
+        "agent-1", "r.md", "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
+    )
+    world.put("agent-1", "note.md", "an idea")
+    world.put("agent-1", "out/a.txt", "a")
+    uri = world.uri
+    answers = {
+        "result": world.client.post("/v1/results", json={"source": uri("agent-1", "r.md")}),
+        "message": world.client.post("/v1/messages", json={"source": uri("agent-1", "note.md")}),
+        "artifacts": world.client.post(
+            "/v1/artifacts:sync", json={"source": uri("agent-1", "out/"), "dest_slug": "run1"}
+        ),
+    }
+    for name, response in answers.items():
+        assert response.status_code in (200, 201), (name, response.text)
+    # One bucket's source writes share one window: it counts down across the three routes.
+    assert [standing(r)[:2] for r in answers.values()] == [(20, 19), (20, 18), (20, 17)]
+
+    world.user("dora")
+    world.create_bucket("agent-9", "dora")
+    world.put("agent-9", ".bucket-sync-handshake", "dora", user="dora")
+    registered = world.register("agent-9", "dora")
+    assert registered.status_code == 201, registered.text
+    limit, remaining, _ = standing(registered)
+    assert remaining == limit - 1

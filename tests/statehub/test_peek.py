@@ -77,3 +77,19 @@ def test_a_peek_then_a_read_delivers_at_the_read(
     assert stamp is not None
     when = stamp if isinstance(stamp, datetime) else datetime.fromisoformat(stamp)
     assert when.replace(tzinfo=None) == clock.now().replace(tzinfo=None)
+
+
+def test_a_peek_adds_nothing_to_the_change_feed_and_a_read_does(
+    client: TestClient, send: Send
+) -> None:
+    # Followers (hub-core) see the feed: a peek that wrote would reach them as a change.
+    send(to_agent="*")
+    head = client.get("/messages/feed", params={"after": "v1:0"}).json()["next_cursor"]
+
+    client.get("/messages/", params=PEEK)
+    after_peek = client.get("/messages/feed", params={"after": head}).json()
+    client.get("/messages/", params=READ)
+    after_read = client.get("/messages/feed", params={"after": head}).json()
+
+    assert after_peek["changes"] == [] and after_peek["next_cursor"] == head
+    assert [change["entity"] for change in after_read["changes"]] == ["receipt"]

@@ -183,8 +183,11 @@ def test_bs_4_13_bs_7_33_response_carries_score_field_order_rows_and_meta(world:
             "filename": filename,
             "timestamp": "2026-03-01T12:00:00.000Z",
             "description": "first",
+            "baseline": False,
+            "pin": None,
         }
     ]
+    assert body["baselines"] == []
     assert body["meta"]["generated_at"] == "2026-03-01T12:00:00Z"
     assert set(body["meta"]["excluded"]) == {
         "status_negative",

@@ -153,8 +153,11 @@ class AgentSession:
             params["after"] = after
         return self._json(self.http.get(f"/v1/inbox/{self.config.agent_id}", params=params))
 
-    def leaderboard(self, verification: str | None = None) -> dict[str, Any]:
-        params = {"verification": verification} if verification else {}
+    def leaderboard(
+        self, verification: str | None = None, view: str | None = None, cost: str | None = None
+    ) -> dict[str, Any]:
+        given = {"verification": verification, "view": view, "cost": cost}
+        params = {k: v for k, v in given.items() if v}
         return self._json(self.http.get("/v1/leaderboard", params=params))
 
     def wait_for_updates(self, timeout_s: float = 25.0) -> dict[str, Any]:
@@ -305,9 +308,14 @@ def build_server(session: AgentSession) -> Any:
         return await call(session.promote_result, fields, notes, path=path)
 
     @server.tool()
-    async def leaderboard(verification: str | None = None) -> dict[str, Any]:
-        """The ranked results (optionally only `valid`, `pending` ... verdicts)."""
-        return await call(session.leaderboard, verification)
+    async def leaderboard(
+        verification: str | None = None, view: str | None = None, cost: str | None = None
+    ) -> dict[str, Any]:
+        """The ranked results (optionally only `valid`, `pending` ... verdicts); organizer
+        baselines are listed apart in `baselines`. `view="pareto"` gives the rows no other
+        row beats on score and reported cost (`cost`: "tokens", "job_minutes" or both,
+        comma-separated); rows with an unknown (null) cost come in `unknown_cost`."""
+        return await call(session.leaderboard, verification, view, cost)
 
     return server
 

@@ -12,7 +12,7 @@ from agenthub.bucketsync.settings import BucketSyncSettings
 # The /v1 contract's version, and its feature level: +1 with every additive feature, each
 # listed in CHANGELOG.md (a client checks `feature_level >= N` before relying on level N).
 API_VERSION = "1"
-FEATURE_LEVEL = 3
+FEATURE_LEVEL = 4
 
 ENDPOINTS = [
     ("GET", "/v1", "this self-description (api_version, feature_level, conventions)"),
@@ -71,7 +71,10 @@ ENDPOINTS = [
     (
         "GET",
         "/v1/leaderboard",
-        "ranked results: ?verification=valid (strict), best_per_agent, agent, limit",
+        "ranked results: ?verification=valid (strict), best_per_agent, agent, limit; "
+        "organizer baselines apart in `baselines`; view=pareto (cost=tokens,job_minutes): "
+        "the rows no other beats on score and reported cost; format=csv|json: a download "
+        "of every row and column",
     ),
     (
         "POST",
@@ -201,6 +204,13 @@ def describe(hub: Hub) -> dict[str, Any]:
                 "eligible": "status: agent-run with a positive score",
                 "default_verification": ["pending", "valid"],
                 "best_per_agent": True,
+                "baseline": "baseline: true in a result promoted with the Bearer token of an "
+                "organizer whose own agent it is: listed in `baselines`, never ranked; anyone "
+                "else setting it gets 403 NOT_ORGANIZER",
+                "views": ["board", "pareto"],
+                "pareto_cost": "tokens (the agent's shared traces) and job_minutes (its runs "
+                "in the jobs ledger); null = unknown, never 0: such rows are in `unknown_cost`",
+                "formats": ["csv", "json"],
             },
             "result_submission": "frontmatter artifacts: (or submission:) = a folder of "
             "your scratch bucket, an artifacts/{slug}_{agent_id}/ folder, or a jobs:run "

@@ -46,7 +46,15 @@ def require_registered(hub: Hub, agent_id: str) -> Record:
     return record
 
 
-def require_organizer(hub: Hub, user: str, email: str | None) -> None:
+def require_organizer(
+    hub: Hub,
+    user: str,
+    email: str | None,
+    *,
+    action: str = "broadcast",
+    hint: str = "post without broadcast",
+) -> None:
+    """The caller is an admin of the challenge org (fail-closed: a failed lookup is 503)."""
     try:
         role = hub.identity.org_role(hub.settings.org, user, email)
     except StorageUnavailable as exc:
@@ -55,9 +63,7 @@ def require_organizer(hub: Hub, user: str, email: str | None) -> None:
             hint="retry in a few seconds",
         ) from exc
     if role != "admin":
-        raise NotOrganizer(
-            "only organizers (org admins) can broadcast", hint="post without broadcast"
-        )
+        raise NotOrganizer(f"only organizers (org admins) can {action}", hint=hint)
 
 
 def require_handle(hub: Hub, handle: str) -> str:

@@ -10,10 +10,11 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agenthub.bucketsync.core.frontmatter import Document, parse_lenient
 from agenthub.bucketsync.core.search import SearchIndex
@@ -329,3 +330,20 @@ class FilterMemo:
         if len(keys) != len(paths):  # other filters came first
             chosen.intersection_update(keys)
         return sorted(chosen)  # listing keys are sorted
+
+
+class PerReadModel(Generic[T]):
+    """One `T` per read model, made on first use and dropped with it: state a slice keeps
+    beside the caches (a sorted ranking, spans already read) without a field on the Hub."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._found: weakref.WeakKeyDictionary[ReadModel, T] = weakref.WeakKeyDictionary()
+
+    def of(self, read_model: ReadModel) -> T:
+        with self._lock:
+            found = self._found.get(read_model)
+            if found is None:
+                found = self._found[read_model] = self._make()
+            return found

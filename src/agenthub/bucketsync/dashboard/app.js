@@ -75,6 +75,17 @@ async function signOut() {
 // Each page builds its controls once (mount) and re-reads its data on every poll (refresh),
 // so a half-typed post survives a refresh.
 
+// Organizer baselines sit among the ranked rows where their score puts them, unranked.
+function withBaselines(board) {
+  const better = (a, b) => (board.order === "asc" ? a.score < b.score : a.score > b.score);
+  const out = [...board.rows];
+  for (const baseline of board.baselines || []) {
+    const at = out.findIndex((row) => better(baseline, row));
+    out.splice(at === -1 ? out.length : at, 0, baseline);
+  }
+  return out;
+}
+
 const badge = (verification) => el("span", { class: `badge v-${verification}` }, verification);
 
 const pages = {
@@ -90,12 +101,15 @@ const pages = {
         get("/results", { expand: "true", limit: 200, order: "desc" }),
       ]);
       const unit = board.score_unit ? ` (${board.score_unit})` : "";
-      const rows = board.rows.map((row) => el("tr", { "data-agent": row.agent },
-        el("td", {}, row.rank), el("td", { class: "agent" }, row.agent),
+      const rows = withBaselines(board).map((row) => el("tr",
+        { "data-agent": row.agent, "data-baseline": row.baseline ? "true" : null, class: row.baseline ? "baseline" : null },
+        el("td", {}, row.baseline ? "—" : row.rank),
+        el("td", { class: "agent" }, row.agent, row.baseline ? el("span", { class: "badge baseline", title: "organizer baseline: shown for reference, not ranked" }, "baseline") : null),
         el("td", { class: "num" }, row.score), el("td", {}, badge(row.verification)),
         el("td", {}, row.method || ""), el("td", { class: "muted" }, when(row.timestamp))));
+      const download = el("a", { id: "leaderboard-csv", class: "button", href: "/dashboard/api/v1/leaderboard?format=csv", download: "" }, "Download CSV");
       replace(this.data,
-        el("p", { class: "muted" }, `${board.score_field}${unit}, ${board.order === "asc" ? "lower" : "higher"} is better · best result per agent · showing ${board.verification.join(" + ")}`),
+        el("p", { class: "muted" }, `${board.score_field}${unit}, ${board.order === "asc" ? "lower" : "higher"} is better · best result per agent · showing ${board.verification.join(" + ")} · `, download),
         rows.length ? table(["#", "agent", "score", "verification", "method", "when"], rows, { id: "leaderboard" })
           : el("p", {}, "No ranked results yet."),
         el("h3", {}, "Score over time"),

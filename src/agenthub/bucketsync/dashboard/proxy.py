@@ -33,6 +33,8 @@ class Reply:
     status: int
     body: bytes
     content_type: str
+    # A download's (the leaderboard's format=csv|json), so the browser saves it by name.
+    content_disposition: str | None = None
 
 
 def upstream_path(path: str) -> str:
@@ -114,4 +116,5 @@ class Proxy:
             response.status_code,
             response.content,
             response.headers.get("content-type", "application/json"),
+            response.headers.get("content-disposition"),
         )

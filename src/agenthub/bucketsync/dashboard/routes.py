@@ -189,4 +189,9 @@ def _peer(request: Request) -> Peer:
 
 
 def _reply(reply: Reply) -> Response:
-    return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
+    headers = (
+        {"Content-Disposition": reply.content_disposition} if reply.content_disposition else {}
+    )
+    return Response(
+        reply.body, status_code=reply.status, media_type=reply.content_type, headers=headers
+    )

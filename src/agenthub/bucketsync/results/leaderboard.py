@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +17,9 @@ from typing import Any
 from agenthub.bucketsync.core import listing, naming
 from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import ReadModel, Record
+from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
+from agenthub.bucketsync.results.baseline import is_baseline
 from agenthub.bucketsync.results.write import verification_index
 from agenthub.bucketsync.storage.base import FileEntry
 
@@ -38,7 +38,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class Row:
-    rank: int
+    rank: int | None  # None for a baseline: shown, never ranked
     agent: str
     score: float
     filename: str
@@ -46,6 +46,8 @@ class Row:
     verification: str
     method: Any
     description: Any
+    baseline: bool = False
+    pin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,19 @@ class Ranking:
     rows: tuple[Row, ...]
     considered: int
     excluded: dict[str, int]
+    baselines: tuple[Row, ...] = ()
+
+
+def pin_of(fm: Mapping[str, Any]) -> str | None:
+    """The submission pin's hash a result carries (`pin_hash`, or `pin` as a hash or an
+    object with a `hash`/`sha256`), else None."""
+    for key in ("pin_hash", "pin"):
+        value = fm.get(key)
+        if isinstance(value, Mapping):
+            value = value.get("hash") or value.get("sha256") or value.get("manifest_hash")
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def score_of(fm: Mapping[str, Any], score_field: str) -> float | None:
@@ -101,6 +116,7 @@ def rank_sorted(
     for state in listing.VERIFICATION_STATES:
         counts[f"verification_{state}"] = 0
     rows: list[Row] = []
+    baselines: list[Row] = []
     seen: set[str] = set()
     for item in scored:
         entry = item.entry
@@ -108,13 +124,15 @@ def rank_sorted(
         if state not in verification:
             counts[f"verification_{state}"] += 1
             continue
-        if best_per_agent:
+        baseline = is_baseline(entry.frontmatter)
+        # Every baseline is its own reference point; best_per_agent is for agents.
+        if best_per_agent and not baseline:
             if entry.agent in seen:
                 continue
             seen.add(entry.agent)
-        rows.append(
+        (baselines if baseline else rows).append(
             Row(
-                rank=len(rows) + 1,
+                rank=None if baseline else len(rows) + 1,
                 agent=entry.agent,
                 score=item.score,
                 filename=entry.filename,
@@ -124,9 +142,13 @@ def rank_sorted(
                 verification=state,
                 method=entry.frontmatter.get("method"),
                 description=entry.frontmatter.get("description"),
+                baseline=baseline,
+                pin=pin_of(entry.frontmatter),
             )
         )
-    return Ranking(rows=tuple(rows), considered=considered, excluded=counts)
+    return Ranking(
+        rows=tuple(rows), considered=considered, excluded=counts, baselines=tuple(baselines)
+    )
 
 
 def rank(
@@ -300,16 +322,11 @@ class ScoredResults:
             )
 
 
-_SCORED: weakref.WeakKeyDictionary[ReadModel, ScoredResults] = weakref.WeakKeyDictionary()
-_SCORED_LOCK = threading.Lock()
+_SCORED = PerReadModel(ScoredResults)
 
 
 def scored_results(hub: Hub) -> ScoredResults:
-    with _SCORED_LOCK:
-        found = _SCORED.get(hub.read_model)
-        if found is None:
-            found = _SCORED[hub.read_model] = ScoredResults()
-        return found
+    return _SCORED.of(hub.read_model)
 
 
 def cached_ranking(hub: Hub, query: BoardQuery) -> Ranking:
@@ -331,28 +348,53 @@ def cached_ranking(hub: Hub, query: BoardQuery) -> Ranking:
     return hub.read_model.derived(naming.RESULTS, key, build)
 
 
-def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
-    """`GET /v1/leaderboard`."""
+@dataclass(frozen=True)
+class Board:
+    """One leaderboard read: the ranking, and the rows and baselines the query shows."""
+
+    query: BoardQuery
+    ranking: Ranking
+    rows: Sequence[Row]
+    baselines: Sequence[Row]
+
+
+def board(hub: Hub, params: Mapping[str, str]) -> Board:
     query = parse_board_query(params)
     ranking = cached_ranking(hub, query)
     rows: Sequence[Row] = ranking.rows
-    if query.agent is not None:
-        rows = [row for row in rows if row.agent == query.agent]  # global rank is kept
+    baselines: Sequence[Row] = ranking.baselines
+    if query.agent is not None:  # the global rank is kept
+        rows = [row for row in rows if row.agent == query.agent]
+        baselines = [row for row in baselines if row.agent == query.agent]
     if query.limit is not None:
         rows = rows[: query.limit]
+    return Board(query, ranking, rows, baselines)
+
+
+def envelope(hub: Hub, found: Board) -> dict[str, Any]:
+    """What every view of the board answers besides its rows."""
     return {
         "score_field": hub.settings.score_field,
         "score_unit": hub.settings.score_unit,
         "order": hub.settings.score_order,
-        "best_per_agent": query.best_per_agent,
-        "verification": list(query.verification),
-        "count": len(ranking.rows),
-        "rows": [render_row(hub, row) for row in rows],
+        "best_per_agent": found.query.best_per_agent,
+        "verification": list(found.query.verification),
+        "count": len(found.ranking.rows),
         "meta": {
             "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "results_considered": ranking.considered,
-            "excluded": dict(ranking.excluded),
+            "results_considered": found.ranking.considered,
+            "excluded": dict(found.ranking.excluded),
         },
+    }
+
+
+def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
+    """`GET /v1/leaderboard`: ranked agents in `rows`; organizer baselines, unranked, in
+    `baselines`."""
+    found = board(hub, params)
+    return envelope(hub, found) | {
+        "rows": [render_row(hub, row) for row in found.rows],
+        "baselines": [render_row(hub, row) for row in found.baselines],
     }
 
 
@@ -368,4 +410,6 @@ def render_row(hub: Hub, row: Row) -> dict[str, Any]:
         "filename": row.filename,
         "timestamp": row.timestamp,
         "description": row.description,
+        "baseline": row.baseline,
+        "pin": row.pin,
     }

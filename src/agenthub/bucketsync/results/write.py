@@ -13,6 +13,7 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
+from agenthub.bucketsync.results.baseline import gate_baseline
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,10 @@ def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: 
             raise InvalidFrontmatter(f"{name!r} must not be empty")
 
 
-def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict[str, Any]:
+def promote_result(
+    hub: Hub, source_uri: str, *, caller_info: CallerInfo, authorization: str | None = None
+) -> dict[str, Any]:
+    """`POST /v1/results`; `authorization` only matters to a `baseline: true` result."""
     source = claim_source(hub, source_uri)
     data = read_source(hub, source, source_uri)
     document = frontmatter.parse_strict(data)
@@ -57,17 +61,19 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
         required=hub.settings.result_fields,
         score_field=hub.settings.score_field,
     )
+    fields = gate_baseline(
+        hub,
+        {k: v for k, v in document.frontmatter.items() if k not in ("agent", "timestamp", "via")},
+        source.agent_id,
+        authorization,
+    )
     with hub.dedup.claim(data, naming.RESULTS) as written:
         entries = hub.read_model.entries(naming.RESULTS)
         filename, rendered = stamp_record(
             hub,
             source.agent_id,
             via="bucket",
-            fields={
-                k: v
-                for k, v in document.frontmatter.items()
-                if k not in ("agent", "timestamp", "via")
-            },
+            fields=fields,
             body=document.body,
             taken=lambda name: f"{naming.RESULTS}{name}" in entries,
         )

@@ -179,6 +179,27 @@ def stats(hub: Hub) -> dict[str, Any]:
     }
 
 
+def agent_tokens(hub: Hub) -> dict[str, int | None]:
+    """Each sharing agent's reported token total over its shared sessions; None when any of
+    its sessions reports no counts (a partial sum would understate the cost, so the cost is
+    unknown, never a floor). An agent that shared nothing is absent: unknown too."""
+    listed = _listed(hub)
+    records = hub.read_model.records(list(listed.paths.values()), TRACES)
+    totals: dict[str, int | None] = {}
+    for key, path in listed.paths.items():
+        record = records.get(path)
+        if record is None:
+            continue
+        agent = key.split("/", 1)[0]
+        usage = usage_of(record.frontmatter)
+        known = totals.get(agent, 0)
+        if usage is None or known is None:
+            totals[agent] = None
+        else:
+            totals[agent] = known + usage["total"]
+    return totals
+
+
 def _day(value: Any) -> str | None:
     moment = naming.parse_moment(value)
     return moment.date().isoformat() if moment else None
