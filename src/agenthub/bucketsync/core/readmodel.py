@@ -32,6 +32,8 @@ DEFAULT_FOLDERS = (
     "results/",
     "channels/",
     "traces/",
+    "claims/",
+    "acks/",
 )
 
 
