@@ -19,8 +19,7 @@ from agenthub.bucketsync.claims import read
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.notify import wake_keys
-from agenthub.bucketsync.core.records import stamp_record
-from agenthub.bucketsync.core.sources import claim_source, read_source
+from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter
 
 CLIENT_KEYS = frozenset({"idea", "tags", "ttl_hours"})
@@ -83,40 +82,26 @@ def promote_claim(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict
     matches = read.near_duplicates(hub, source.agent_id, idea, tags)
     claims = [m for m in matches if m.kind == "claim"]
     owners = sorted({m.agent for m in claims if m.agent})
-    with hub.dedup.claim(data, naming.CLAIMS) as written:
-        entries = hub.read_model.entries(naming.CLAIMS)
-        fields: dict[str, Any] = {"idea": idea}
-        if tags:
-            fields["tags"] = tags
-        fields["ttl_hours"] = ttl
-        fields["expires"] = naming.iso_now(hub.clock.now() + timedelta(hours=ttl), "milliseconds")
-        if claims:
-            fields["overlaps"] = [m.filename for m in claims]
-            fields["overlap_owners"] = owners
-        negatives = [m.filename for m in matches if m.kind == "negative-result"]
-        if negatives:
-            fields["negative_results"] = negatives
-        filename, rendered = stamp_record(
-            hub,
-            source.agent_id,
-            via="bucket",
-            fields=fields,
-            body=document.body,
-            taken=lambda name: naming.claim_path(name) in entries,
-        )
-        path = naming.claim_path(filename)
-        hub.write_central([(path, rendered)])
-        written.append(filename)
-    hub.audit.record(
-        agent_id=source.agent_id,
+    fields: dict[str, Any] = {"idea": idea}
+    if tags:
+        fields["tags"] = tags
+    fields["ttl_hours"] = ttl
+    fields["expires"] = naming.iso_now(hub.clock.now() + timedelta(hours=ttl), "milliseconds")
+    if claims:
+        fields["overlaps"] = [m.filename for m in claims]
+        fields["overlap_owners"] = owners
+    negatives = [m.filename for m in matches if m.kind == "negative-result"]
+    if negatives:
+        fields["negative_results"] = negatives
+    filename, path = promote_stamped(
+        hub,
+        source,
+        data,
+        folder=naming.CLAIMS,
+        fields=fields,
+        body=document.body,
         route="/v1/claims",
-        via="bucket",
-        source=source_uri,
-        target_path=path,
-        size=len(rendered),
-        status_code=201,
-        caller_ip=caller_info.ip,
-        user_agent=caller_info.user_agent,
+        caller_info=caller_info,
     )
     if hub.notifier is not None and owners:
         hub.notifier.wake(wake_keys(broadcast=False, recipients=owners, channel=None))

@@ -10,8 +10,8 @@ from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, listing, naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
-from agenthub.bucketsync.core.sources import claim_source, read_source
+from agenthub.bucketsync.core.records import render_record, stamped_index
+from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
 
 log = logging.getLogger(__name__)
@@ -57,33 +57,17 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
         required=hub.settings.result_fields,
         score_field=hub.settings.score_field,
     )
-    with hub.dedup.claim(data, naming.RESULTS) as written:
-        entries = hub.read_model.entries(naming.RESULTS)
-        filename, rendered = stamp_record(
-            hub,
-            source.agent_id,
-            via="bucket",
-            fields={
-                k: v
-                for k, v in document.frontmatter.items()
-                if k not in ("agent", "timestamp", "via")
-            },
-            body=document.body,
-            taken=lambda name: f"{naming.RESULTS}{name}" in entries,
-        )
-        path = f"{naming.RESULTS}{filename}"
-        hub.write_central([(path, rendered)])
-        written.append(filename)
-    hub.audit.record(
-        agent_id=source.agent_id,
+    filename, path = promote_stamped(
+        hub,
+        source,
+        data,
+        folder=naming.RESULTS,
+        fields={
+            k: v for k, v in document.frontmatter.items() if k not in ("agent", "timestamp", "via")
+        },
+        body=document.body,
         route="/v1/results",
-        via="bucket",
-        source=source_uri,
-        target_path=path,
-        size=len(rendered),
-        status_code=201,
-        caller_ip=caller_info.ip,
-        user_agent=caller_info.user_agent,
+        caller_info=caller_info,
     )
     for listener in hub.result_listeners:
         try:
