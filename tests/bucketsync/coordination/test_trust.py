@@ -3,6 +3,8 @@ verified_author, lint}`; the lint flags injection signals and never blocks a pos
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agenthub.bucketsync.core import trust
@@ -122,3 +124,23 @@ def test_channel_posts_and_claims_carry_the_label_too(site: Site) -> None:
         "verified_author": True,
         "lint": ["instruction-override"],
     }
+
+
+HOSTILE = {
+    "many url starts": "http://a." * 30_000,
+    "many curls on one line": "curl " * 50_000,
+    "curl pipes": "curl |" * 40_000,
+    "an endless rm flag": "rm -" + "r" * 250_000,
+    "repeated requests": "send your hf hf hf " * 15_000,
+    "pipes only": "| " * 120_000,
+    "cats": "cat " * 60_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_the_lint_stays_linear_on_hostile_bodies(name: str) -> None:
+    # A first cut of these patterns backtracked quadratically: 60 kB of `rm -rrr…` took a
+    # minute. Bodies may be 1 MB and are linted when read, so each must stay cheap.
+    started = time.perf_counter()
+    trust.lint(HOSTILE[name])
+    assert time.perf_counter() - started < 2.0, name

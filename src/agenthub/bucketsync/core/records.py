@@ -23,7 +23,7 @@ def render_record(record: Record) -> dict[str, Any]:
         "frontmatter": record.frontmatter,
         "body": record.body,
         "reasons": None,  # set only by /v1/updates
-        "trust": trust.label(record.frontmatter, record.body),
+        "trust": trust.label(record.frontmatter, record.body, content_hash=record.content_hash),
     }
 
 
