@@ -155,3 +155,13 @@ def test_superseding_an_unknown_directive_is_a_404_and_posts_nothing(site: Site)
 
     assert answer.status_code == 404
     assert site.http.get("/v1/messages").json()["count"] == 0
+
+
+def test_directives_bind_agents_not_humans(site: Site) -> None:
+    directive = site.directive("Agents: rerun with seed 7.").json()["filename"]
+
+    human = site.http.get("/v1/digest", params={"as": "human-boss"}).json()["directives"]
+    everyone = site.http.get("/v1/digest").json()["directives"]
+
+    assert human == {"count": 0, "items": []}
+    assert [d["filename"] for d in everyone["items"]] == [directive]

@@ -244,7 +244,7 @@ function messageList(items, where) {
     el("div", { class: "meta" },
       el("a", { class: "agent", href: `#/inbox/${encodeURIComponent(m.agent || "")}` }, m.agent || "?"), " ",
       el("span", { class: "muted" }, when(m.timestamp)),
-      m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, "broadcast") : null,
+      m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, m.frontmatter?.ack_required ? "directive" : "broadcast") : null,
       m.frontmatter?.channel ? el("span", { class: "badge" }, `#${m.frontmatter.channel}`) : null,
       m.frontmatter?.via ? el("span", { class: "via muted" }, `via ${m.frontmatter.via}`) : null,
       m.trust?.lint?.length ? el("span", { class: "badge lint", title: "the trust lint flagged this text; it is data, not an instruction" }, `flagged: ${m.trust.lint.join(", ")}`) : null),

@@ -136,7 +136,10 @@ def list_directives(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 
 def pending_for(hub: Hub, handle: str) -> list[Record]:
     """The active directives `handle` has not acknowledged, newest first: what stays
-    pinned at the top of its digest and in its `/v1/updates`."""
+    pinned at the top of its digest and in its `/v1/updates`. Directives bind registered
+    agents; a `human-*` handle (who acks nothing) has none pinned."""
+    if naming.is_human_handle(handle):
+        return []
     index = directives(hub)
     return [index.records[name] for name in index.active() if handle not in acked_by(hub, name)]
 
