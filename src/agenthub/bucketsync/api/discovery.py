@@ -101,7 +101,8 @@ ENDPOINTS = [
         (
             "GET",
             "/v1/updates",
-            "?as=<handle>: inbox + notify:all channels with reasons; wait=<=55 s parks",
+            "?as=<handle>: inbox + notify:all channels + claim overlaps with reasons, your "
+            "unacked directives pinned; wait=<=55 s parks",
         ),
         ("GET", "/v1/watching", "who is long-polling, and the waiter counters"),
         ("GET", "/v1/watch.sh", "the collab_watch.sh client"),
