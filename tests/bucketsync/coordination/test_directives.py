@@ -5,6 +5,7 @@ until that agent acks it, replaced by its superseder, with a who-has-acked roste
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -165,3 +166,48 @@ def test_directives_bind_agents_not_humans(site: Site) -> None:
 
     assert human == {"count": 0, "items": []}
     assert [d["filename"] for d in everyone["items"]] == [directive]
+
+
+def test_a_pinned_directive_does_not_stop_a_long_poll_from_parking(site: Site) -> None:
+    directive = site.directive("Read the rules.").json()["filename"]
+    cursor = updates(site, "agent-1")["cursor"]
+    answered: list[dict[str, Any]] = []
+    watcher = threading.Thread(
+        target=lambda: answered.append(
+            updates(site, "agent-1", after=cursor, wait="20", expand="true")
+        )
+    )
+
+    watcher.start()
+    # Were the pinned directive an item of every page, this would answer at once and a
+    # watcher would spin on it; it parks until something new arrives.
+    site.parked()
+    assert not answered
+    site.clock.advance(1)
+    mention = site.world.raw("agent-2", "@agent-1 ping").json()["filename"]
+    watcher.join(timeout=20)
+
+    assert [i["filename"] for i in answered[0]["items"]] == [directive, mention]
+
+
+def test_concurrent_acks_are_all_kept(site: Site) -> None:
+    for index in range(4, 10):
+        site.world.agent(f"agent-{index}")
+    directive = site.directive("Everyone ack.").json()["filename"]
+    agents = [f"agent-{index}" for index in range(1, 10)]
+    for agent in agents:
+        assert site.world.put(agent, "ack.md", "ok").status_code == 201
+
+    def ack(agent: str) -> int:
+        answer = site.http.post(
+            f"/v1/directives/{directive}/ack", json={"source": site.world.uri(agent, "ack.md")}
+        )
+        return answer.status_code
+
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        codes = list(pool.map(ack, agents))
+
+    # One marker per agent, no shared roster file: nobody's ack overwrites another's.
+    assert codes == [200] * 9
+    roster = site.http.get(f"/v1/directives/{directive}").json()
+    assert roster["acked"] == sorted(agents) and roster["not_acked"] == []
