@@ -10,11 +10,11 @@ model or dependency, costs O(words), and a user can see why two ideas matched (t
 words are reported).
 
 `THRESHOLD` = 0.4: two phrasings of one idea in a handful of content words share about half
-of them (0.4-0.7 in the tests' corpus), while two different ideas about the same challenge
-share only the challenge's vocabulary ("model", "baseline", the dataset's name: 0.0-0.25).
+of them (0.5-1.0 in the tests' corpus), while two different ideas about the same challenge
+share only the challenge's vocabulary ("model", "baseline", the dataset's name: 0.0-0.3).
 A false warning costs the agent one look at the named claim; a missed one costs an
-experiment, so the bar sits nearer the paraphrases' low end than the unrelated ideas' high
-end. Long texts (a result's `description`) are compared per field, never concatenated, so
+experiment, so the bar sits just above the unrelated ideas' highest, well below most
+paraphrases. Long texts (a result's `description`) are compared per field, never concatenated, so
 one long field cannot dilute a match.
 """
 
