@@ -93,6 +93,7 @@ def test_bs_7_13_expand_gives_records_capped_at_expand_max(world: World, board: 
         "frontmatter",
         "body",
         "reasons",  # null except on /v1/updates (BS-13.18)
+        "trust",  # {via, verified_author, lint} on every delivered record (issue 18)
     }
     world.hub.settings.expand_max_limit = 3
     assert len(get(world, "expand=true&limit=100")["items"]) == 3

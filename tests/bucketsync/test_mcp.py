@@ -118,6 +118,10 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "wait_for_updates",
         "promote_result",
         "leaderboard",
+        "claim_idea",
+        "list_claims",
+        "pending_directives",
+        "ack_directive",
     }
     message = world.client.get(f"/v1/messages/{seen['posted']['filename']}").json()
     assert message["frontmatter"]["agent"] == "agent-1"  # the scratch bucket's owner

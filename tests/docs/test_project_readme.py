@@ -24,6 +24,7 @@ SECTIONS = [
     "### Organizer: the challenge `up` started, and more users",
     "### Organizer: broadcasts and channels",
     "### Agent: register and post with the CLI",
+    "### Coordination: claims, directives, trust labels",
     "### Agent: channels and staying responsive",
 ]
 
@@ -81,6 +82,9 @@ def test_the_quick_start_and_the_bucketsync_sections_run_as_written(up: Up) -> N
         for block in shell_blocks(section(readme, heading))
     ]
 
+    coordination = next(o for o in outputs if '"not_acked"' in o)
+    roster = json.loads(coordination[coordination.rindex('{"filename"') :].strip())
+    assert roster["acked"] == ["solver-a"] and roster["not_acked"] == ["solver-b"]
     watched = json.loads(outputs[-1].strip().splitlines()[-1])
     assert any("@solver-b" in item["body"] for item in watched["items"])
     assert (up.workdir / "collab_watch.sh").is_file()

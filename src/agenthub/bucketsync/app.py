@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
-from agenthub.bucketsync.api import agentsetup, errors, live, local, routes
+from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -280,6 +280,7 @@ def create_app(
     app.include_router(live.router)
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
+    app.include_router(coordination.router)
     app.include_router(agentsetup.router)
     if settings.storage == "local":
         app.include_router(local.router)

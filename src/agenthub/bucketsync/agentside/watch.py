@@ -273,6 +273,56 @@ class WatchClient:
             self.ack(page)
             failures = 0
 
+    # -- coordination (issue 18) --------------------------------------------------------
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """One plain request (no backoff: the caller decides whether to retry); a 4xx or 5xx
+        raises `WatchError` with the server's error body."""
+        assert self.http is not None
+        response = self.http.request(method, f"{self.base_url}{path}", **kwargs)
+        try:
+            body = response.json()
+        except ValueError:
+            raise WatchError("the response is not JSON", status=response.status_code) from None
+        if response.status_code >= 400:
+            error = body.get("error", body) if isinstance(body, dict) else body
+            raise WatchError(
+                f"{response.status_code}: {error}", status=response.status_code, body=body
+            )
+        if not isinstance(body, dict):
+            raise WatchError("the response is not a JSON object", status=response.status_code)
+        return body
+
+    def claim(self, source: str) -> dict[str, Any]:
+        """Promote a claim file (`idea`, `tags`, `ttl_hours` frontmatter) already in your
+        scratch bucket; the answer lists its `near_duplicates`."""
+        return self._call("POST", "/v1/claims", json={"source": source})
+
+    def claims(self, *, live: bool | None = True, **params: str) -> Page:
+        """Claims, expanded (list grammar); `live=None` includes the expired ones."""
+        query = {"expand": "true", **params}
+        if live is not None:
+            query["live"] = "true" if live else "false"
+        return self._call("GET", "/v1/claims", params=query)
+
+    def directives(self, *, active: bool = True) -> Page:
+        """Directives with their ack counts; `active` leaves out superseded ones."""
+        query = {"expand": "true", **({"active": "true"} if active else {})}
+        return self._call("GET", "/v1/directives", params=query)
+
+    def pending_directives(self) -> list[dict[str, Any]]:
+        """The active directives this handle has not acknowledged, newest first."""
+        block = self._call("GET", "/v1/digest", params={"as": self.handle})["directives"]
+        return list(block["items"])
+
+    def directive(self, filename: str) -> dict[str, Any]:
+        """One directive with who has (`acked`) and has not (`not_acked`) acknowledged it."""
+        return self._call("GET", f"/v1/directives/{filename}")
+
+    def ack_directive(self, filename: str, source: str) -> dict[str, Any]:
+        """Acknowledge a directive; `source` is any file of your scratch bucket (the proof
+        that you are its owner). Acking twice changes nothing."""
+        return self._call("POST", f"/v1/directives/{filename}/ack", json={"source": source})
+
     def close(self) -> None:
         if self.http is not None:
             self.http.close()

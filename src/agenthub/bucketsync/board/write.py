@@ -40,6 +40,9 @@ class MessageRequest:
     refs: Any = None
     broadcast: bool = False
     channel: str | None = None
+    # Server-owned frontmatter a slice above the board adds (a directive's `ack_required`
+    # and `supersedes`); never read from a request body.
+    extra: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ def promote(
     draft = _from_source(hub, request) if has_source else _from_raw(hub, request, authorization)
     if request.channel is not None:
         draft = replace(draft, channel=request.channel)
+    if request.extra:
+        draft = replace(draft, client_fm={**draft.client_fm, **dict(request.extra)})
     if draft.source_bytes is not None:
         folder = (
             naming.MESSAGE_BOARD

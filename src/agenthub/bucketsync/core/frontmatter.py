@@ -30,7 +30,21 @@ _BOM = "\ufeff"
 
 # Keys a promoted message may carry (seed §13, cursor integrity): anything else, notably a
 # response-shaped key such as `filename`, `cursor`, `next` or `watch`, is refused.
-MESSAGE_KEYS = frozenset({"type", "refs", "agent", "timestamp", "via", "broadcast", "channel"})
+# `ack_required`/`supersedes` mark a directive (issue 18): like `broadcast`, server-owned.
+MESSAGE_KEYS = frozenset(
+    {
+        "type",
+        "refs",
+        "agent",
+        "timestamp",
+        "via",
+        "broadcast",
+        "channel",
+        "ack_required",
+        "supersedes",
+    }
+)
+DIRECTIVE_KEYS = ("ack_required", "supersedes")
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -192,6 +206,12 @@ def check_message_keys(frontmatter: dict[str, Any]) -> None:
             "only organizers can broadcast; 'broadcast' is not allowed in source frontmatter",
             hint="remove the broadcast key",
         )
+    for key in DIRECTIVE_KEYS:
+        if key in frontmatter:
+            raise NotOrganizer(
+                f"only organizers post directives; {key!r} is not allowed in source frontmatter",
+                hint=f"remove the {key} key (organizers use POST /v1/directives)",
+            )
     if "channel" in frontmatter:
         raise InvalidFrontmatter(
             "'channel' is set by the server, not by source frontmatter",

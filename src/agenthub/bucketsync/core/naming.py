@@ -27,6 +27,8 @@ MESSAGE_BOARD = "message_board/"
 RESULTS = "results/"
 INBOX = "inbox/"
 BROADCASTS = "broadcasts/"
+CLAIMS = "claims/"
+ACKS = "acks/"
 HANDSHAKE_FILE = ".bucket-sync-handshake"
 
 BLOCKED_FILES = frozenset({"README.md", "LEADERBOARD.md", "shared_resources/README.md"})
@@ -160,6 +162,15 @@ def broadcast_path(filename: str) -> str:
 
 def result_path(filename: str) -> str:
     return f"{RESULTS}{filename}"
+
+
+def claim_path(filename: str) -> str:
+    return f"{CLAIMS}{filename}"
+
+
+def ack_path(directive: str, handle: str) -> str:
+    """`acks/{directive stem}/{handle}.md`: one marker per acknowledging handle."""
+    return f"{ACKS}{directive.removesuffix('.md')}/{validate_handle(handle)}.md"
 
 
 # Conventions of features that plug in later (channels §12, traces §10), fixed here so every

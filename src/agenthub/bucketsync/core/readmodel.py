@@ -33,6 +33,8 @@ DEFAULT_FOLDERS = (
     "results/",
     "channels/",
     "traces/",
+    "claims/",
+    "acks/",
 )
 
 

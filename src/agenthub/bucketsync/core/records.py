@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agenthub.bucketsync.core import frontmatter, listing, naming
+from agenthub.bucketsync.core import frontmatter, listing, naming, trust
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.storage.base import FileEntry
 
 
 def render_record(record: Record) -> dict[str, Any]:
+    """A record as every read delivers it, with its trust label (`core.trust`)."""
     stamp, author = naming.read_board_filename(record.filename) or (None, None)
     return {
         "filename": record.filename,
@@ -22,6 +23,7 @@ def render_record(record: Record) -> dict[str, Any]:
         "frontmatter": record.frontmatter,
         "body": record.body,
         "reasons": None,  # set only by /v1/updates
+        "trust": trust.label(record.frontmatter, record.body, content_hash=record.content_hash),
     }
 
 

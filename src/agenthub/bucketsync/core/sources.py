@@ -3,12 +3,14 @@ copies into the central bucket. Every promotion resolves its source here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from agenthub.bucketsync.core.access import require_registered
 from agenthub.bucketsync.core.clihints import bucket_cli
-from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.naming import SourceRef
+from agenthub.bucketsync.core.records import stamp_record
 from agenthub.bucketsync.errors import SourceNotFound
 
 
@@ -35,3 +37,45 @@ def read_source(hub: Hub, source: SourceRef, uri: str, *, hint: str | None = Non
             hint=hint or f"{bucket_cli(hub.settings.storage)} cp <local file> {uri}",
         )
     return data
+
+
+def promote_stamped(
+    hub: Hub,
+    source: SourceRef,
+    data: bytes,
+    *,
+    folder: str,
+    fields: Mapping[str, Any],
+    body: str,
+    route: str,
+    caller_info: CallerInfo,
+) -> tuple[str, str]:
+    """Promote `data` (read from `source`) as a new `{folder}{stamp}_{agent}.md`, stamped
+    `via: bucket` ahead of `fields`, under the promoted-hash dedup of (data, folder) (409
+    ALREADY_PROMOTED on a repeat), written through the store and audited. Returns
+    (filename, path): a result and a claim are promoted here."""
+    with hub.dedup.claim(data, folder) as written:
+        entries = hub.read_model.entries(folder)
+        filename, rendered = stamp_record(
+            hub,
+            source.agent_id,
+            via="bucket",
+            fields=fields,
+            body=body,
+            taken=lambda name: f"{folder}{name}" in entries,
+        )
+        path = f"{folder}{filename}"
+        hub.write_central([(path, rendered)])
+        written.append(filename)
+    hub.audit.record(
+        agent_id=source.agent_id,
+        route=route,
+        via="bucket",
+        source=source.uri,
+        target_path=path,
+        size=len(rendered),
+        status_code=201,
+        caller_ip=caller_info.ip,
+        user_agent=caller_info.user_agent,
+    )
+    return filename, path

@@ -2,6 +2,7 @@
 
 import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
 import { scoreChart, seriesFrom } from "./chart.js";
+import { coordinationPages } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -249,6 +250,7 @@ const pages = {
     },
   },
 };
+Object.assign(pages, coordinationPages({ state, notify, explain, refresh }));
 
 function messageList(items, where) {
   if (!items.length) return el("p", {}, "Nothing here yet.");
@@ -256,9 +258,10 @@ function messageList(items, where) {
     el("div", { class: "meta" },
       el("a", { class: "agent", href: `#/inbox/${encodeURIComponent(m.agent || "")}` }, m.agent || "?"), " ",
       el("span", { class: "muted" }, when(m.timestamp)),
-      m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, "broadcast") : null,
+      m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, m.frontmatter?.ack_required ? "directive" : "broadcast") : null,
       m.frontmatter?.channel ? el("span", { class: "badge" }, `#${m.frontmatter.channel}`) : null,
-      m.frontmatter?.via ? el("span", { class: "via muted" }, `via ${m.frontmatter.via}`) : null),
+      m.frontmatter?.via ? el("span", { class: "via muted" }, `via ${m.frontmatter.via}`) : null,
+      m.trust?.lint?.length ? el("span", { class: "badge lint", title: "the trust lint flagged this text; it is data, not an instruction" }, `flagged: ${m.trust.lint.join(", ")}`) : null),
     el("div", { class: "body" }, renderMarkdown(m.body || "")))));
 }
 

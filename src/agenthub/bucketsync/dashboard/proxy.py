@@ -17,9 +17,11 @@ from agenthub.bucketsync.errors import Forbidden, InvalidPath, UpstreamUnavailab
 
 # Path components the /v1 API uses: names, filenames, `jobs:run`-style verbs.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_@:-][A-Za-z0-9._@:-]*$")
-# The writes a human makes here: a post (board, broadcast, channel) and channel admin.
+# The writes a human makes here: a post (board, broadcast, channel, directive) and channel
+# admin.
 _WRITES = (
     re.compile(r"^messages$"),
+    re.compile(r"^directives$"),
     re.compile(r"^channels$"),
     re.compile(r"^channels/[^/]+/(?:subscribe|unsubscribe)$"),
 )

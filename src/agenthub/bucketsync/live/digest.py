@@ -7,8 +7,10 @@ from typing import Any
 from agenthub.bucketsync.agents.read import agent_info
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import read as channelviews
+from agenthub.bucketsync.claims import read as claimviews
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.directives import read as directiveviews
 from agenthub.bucketsync.live import updates
 from agenthub.bucketsync.results import leaderboard
 from agenthub.bucketsync.results import write as results
@@ -45,6 +47,8 @@ def digest(
     ranking = leaderboard.leaderboard(hub, {"limit": "10"})
     trace_stats = traces.digest_stats(hub)  # null until the first trace is shared
     return {
+        # Pinned first: the directives this handle has not acked (every active one without as).
+        "directives": directiveviews.digest_block(hub, as_handle),
         "generated_at": naming.iso_now(hub.clock.now()),
         "agents": {
             "count": len(infos),
@@ -60,6 +64,7 @@ def digest(
         "inbox": inbox_block,
         "stats": trace_stats[0] if trace_stats else None,
         "stats_line": trace_stats[1] if trace_stats else None,
+        "claims": claimviews.digest_block(hub),
         **live_blocks(hub, as_handle, since, after),
     }
 

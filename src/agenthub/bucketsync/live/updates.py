@@ -15,9 +15,11 @@ from typing import Any
 
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import write as channels
+from agenthub.bucketsync.claims import read as claimviews
 from agenthub.bucketsync.core import listing, naming, records
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.directives import read as directiveviews
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,12 @@ def stream(hub: Hub, handle: str) -> Stream:
             # A channel post that also mentions you exists twice; deliver it once.
             paths.setdefault(filename, path)
             reasons.setdefault(filename, []).append(f"channel:{name}")
+    for filename, path in claimviews.overlaps_for(hub, handle).items():
+        paths.setdefault(filename, path)
+        reasons.setdefault(filename, []).append("claim-overlap")
+    for filename in directiveviews.directives(hub).records:
+        if filename in reasons:
+            reasons[filename] = ["directive"]
     listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
     return Stream(handle, listed, reasons, loud)
 
@@ -54,7 +62,7 @@ def stream(hub: Hub, handle: str) -> Stream:
 def load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
     """Records from whichever folders the union spans."""
     found: dict[str, Record] = {}
-    for folder in (naming.INBOX, naming.BROADCASTS, channels.CHANNELS):
+    for folder in (naming.INBOX, naming.BROADCASTS, channels.CHANNELS, naming.CLAIMS):
         wanted = [p for p in paths if p.startswith(folder)]
         if wanted:
             found.update(hub.read_model.records(wanted, folder))
@@ -63,15 +71,13 @@ def load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
 
 def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     current = stream(hub, handle)
-    return listing.page(
-        current.listed,
-        listing.parse_query(params, expand_max=hub.settings.expand_max_limit),
-        load=lambda paths: load(hub, paths),
-        render=lambda key, record: {
-            **records.render_record(record),
-            "reasons": list(current.reasons.get(key, [])),
-        },
-    )
+    query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+
+    def render(key: str, record: Record) -> dict[str, Any]:
+        return {**records.render_record(record), "reasons": list(current.reasons.get(key, []))}
+
+    page = listing.page(current.listed, query, load=lambda paths: load(hub, paths), render=render)
+    return directiveviews.pin(page, directiveviews.pending_for(hub, handle), render)
 
 
 def digest_blocks(

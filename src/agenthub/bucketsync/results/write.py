@@ -10,8 +10,8 @@ from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, listing, naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
-from agenthub.bucketsync.core.sources import claim_source, read_source
+from agenthub.bucketsync.core.records import render_record, stamped_index
+from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
 from agenthub.bucketsync.results.baseline import gate_baseline
 
@@ -67,29 +67,15 @@ def promote_result(
         source.agent_id,
         authorization,
     )
-    with hub.dedup.claim(data, naming.RESULTS) as written:
-        entries = hub.read_model.entries(naming.RESULTS)
-        filename, rendered = stamp_record(
-            hub,
-            source.agent_id,
-            via="bucket",
-            fields=fields,
-            body=document.body,
-            taken=lambda name: f"{naming.RESULTS}{name}" in entries,
-        )
-        path = f"{naming.RESULTS}{filename}"
-        hub.write_central([(path, rendered)])
-        written.append(filename)
-    hub.audit.record(
-        agent_id=source.agent_id,
+    filename, path = promote_stamped(
+        hub,
+        source,
+        data,
+        folder=naming.RESULTS,
+        fields=fields,
+        body=document.body,
         route="/v1/results",
-        via="bucket",
-        source=source_uri,
-        target_path=path,
-        size=len(rendered),
-        status_code=201,
-        caller_ip=caller_info.ip,
-        user_agent=caller_info.user_agent,
+        caller_info=caller_info,
     )
     for listener in hub.result_listeners:
         try:

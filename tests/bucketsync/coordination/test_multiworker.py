@@ -1,0 +1,77 @@
+"""Claims and directives across two real `agenthub bucketsync serve` processes sharing one
+data directory and one Redis: an overlapping claim made on one worker wakes the earlier
+owner parked on the other, and a directive and its ack written on one are pinned and
+unpinned on the other."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.bucketsync.test_multiworker import HttpWorld, two_workers
+
+__all__ = ["two_workers"]
+
+pytestmark = pytest.mark.redis
+
+
+def claim(world: HttpWorld, agent: str, idea: str) -> str:
+    assert world.put(agent, "claim.md", f"---\nidea: {idea}\n---\n").status_code == 201
+    answer = world.client.post("/v1/claims", json={"source": world.uri(agent, "claim.md")})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["filename"])
+
+
+def test_an_overlapping_claim_on_one_worker_wakes_the_owner_parked_on_the_other(
+    two_workers: tuple[HttpWorld, HttpWorld],
+) -> None:
+    a, b = two_workers
+    a.agent("agent-1")
+    a.agent("agent-2")
+    claim(a, "agent-1", "segmented sieve with a wheel of 30")
+    cursor = b.client.get("/v1/updates", params={"as": "agent-1"}).json()["cursor"]
+    params = {"as": "agent-1", "wait": "20", "expand": "true"} | (
+        {"after": cursor} if cursor else {}
+    )
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        parked = pool.submit(b.client.get, "/v1/updates", params=params)
+        deadline = time.monotonic() + 10
+        while b.client.get("/v1/healthz").json()["longpoll"]["parked"] < 1:
+            assert time.monotonic() < deadline, "the waiter never parked on worker B"
+            time.sleep(0.02)
+        theirs = claim(a, "agent-2", "wheel of 30 segmented sieve")
+        page = parked.result(timeout=15).json()
+
+    assert page["watch"]["status"] == "delivered"
+    assert [(i["filename"], i["reasons"]) for i in page["items"]] == [(theirs, ["claim-overlap"])]
+
+
+def test_a_directive_and_its_ack_on_one_worker_are_seen_on_the_other(
+    two_workers: tuple[HttpWorld, HttpWorld],
+) -> None:
+    a, b = two_workers
+    a.agent("agent-1")
+    a.user("boss", role="admin")
+    posted = a.client.post(
+        "/v1/directives",
+        json={"agent_id": "human-boss", "body": "freeze the split"},
+        headers=a.auth("boss"),
+    )
+    assert posted.status_code == 201, posted.text
+    directive = posted.json()["filename"]
+    pinned = b.client.get("/v1/digest", params={"as": "agent-1"}).json()["directives"]
+    assert [d["filename"] for d in pinned["items"]] == [directive]
+
+    assert a.put("agent-1", "ack.md", "ok").status_code == 201
+    acked = a.client.post(
+        f"/v1/directives/{directive}/ack", json={"source": a.uri("agent-1", "ack.md")}
+    )
+    assert acked.status_code == 200, acked.text
+
+    deadline = time.monotonic() + 10
+    while b.client.get("/v1/digest", params={"as": "agent-1"}).json()["directives"]["count"]:
+        assert time.monotonic() < deadline, "worker B still pins an acked directive"
+        time.sleep(0.05)
+    assert b.client.get(f"/v1/directives/{directive}").json()["acked"] == ["agent-1"]
