@@ -259,6 +259,8 @@ def create_app(
         if bus is not None:
             bus.check()
             await bus.start()
+        if scoring is not None:
+            scoring.start()
         try:
             yield
         finally:

@@ -13,6 +13,7 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamp_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
+from agenthub.bucketsync.results import pins
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
         required=hub.settings.result_fields,
         score_field=hub.settings.score_field,
     )
+    pin = pins.pin_for(hub, source.agent_id, document.frontmatter)
     with hub.dedup.claim(data, naming.RESULTS) as written:
         entries = hub.read_model.entries(naming.RESULTS)
         filename, rendered = stamp_record(
@@ -72,7 +74,9 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
             taken=lambda name: f"{naming.RESULTS}{name}" in entries,
         )
         path = f"{naming.RESULTS}{filename}"
-        hub.write_central([(path, rendered)])
+        # The pin before the result: a result is never visible without its pin.
+        pinned = [(pins.pin_path(filename), pins.encode(pin))] if pin is not None else []
+        hub.write_central([*pinned, (path, rendered)])
         written.append(filename)
     hub.audit.record(
         agent_id=source.agent_id,
@@ -90,7 +94,13 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
             listener(filename)
         except Exception:  # BS-4.59: promotion never fails because of a listener
             log.exception("result listener failed for %s", filename)
-    return {"filename": filename, "via": "bucket", "path": path}
+    return {"filename": filename, "via": "bucket", "path": path, "pin": _pin_summary(pin)}
+
+
+def _pin_summary(pin: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if pin is None:
+        return None
+    return {k: v for k, v in pin.items() if k != "files"}
 
 
 def verification_index(hub: Hub) -> dict[str, str]:
@@ -132,4 +142,4 @@ def get_result(hub: Hub, filename: str) -> dict[str, Any]:
         record = hub.read_model.record(f"{naming.RESULTS}{filename}", naming.RESULTS)
     if record is None:
         raise NotFound(f"no result {filename!r}", hint="list them with GET /v1/results")
-    return _render(record, verification_index(hub))
+    return _render(record, verification_index(hub)) | {"pin": pins.read_pin(hub, filename)}
