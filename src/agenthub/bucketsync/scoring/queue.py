@@ -34,7 +34,7 @@ LOCK = "scoring-queue"
 DURATION_SAMPLES = 20
 RECENT = 20
 VERIFICATION, AGENT = "verification", "agent"
-QUEUED, RUNNING = "queued", "running"
+QUEUED, RUNNING, DONE = "queued", "running", "done"
 # A heartbeat older than this many intervals means the verifier stopped.
 STALE_INTERVALS = 3
 
@@ -130,8 +130,9 @@ class ScoringQueue:
 
     def dispatch(self, launch: Callable[[Entry], dict[str, Any] | None]) -> list[str]:
         """Start waiting verifications while fewer than `concurrency` run: `launch(entry)`
-        returns the fields of the started run, or None when the entry is done without a
-        run (decided, or not launchable). Returns the keys started."""
+        returns the fields of the started run, `{"state": DONE, "reason", "outcome"}` when
+        the entry ended without a run (decided, or not launchable), or `{"state": QUEUED,
+        ...}` to leave it waiting for the next pass. Returns the keys started."""
         started = []
         with self.edit() as state:
             entries: list[Entry] = state["entries"]
@@ -145,8 +146,10 @@ class ScoringQueue:
                     continue
                 entry["attempt"] = int(entry.get("attempt", 0)) + 1
                 fields = launch(entry)
-                if fields is None:
+                if fields is None or fields.get("state") == DONE:
                     entries.remove(entry)
+                    if fields is not None:
+                        self._remember(state, {**entry, **fields})
                     continue
                 if fields.get("state") == QUEUED:  # not launched: it waits for the next pass
                     entry.update(fields)
@@ -194,16 +197,14 @@ class ScoringQueue:
             elif replace is not None:
                 state["entries"].append({**entry, **replace, "reason": reason})
             else:
-                state["recent"].append(
-                    {
-                        **{k: v for k, v in entry.items() if k != "state"},
-                        "finished_at": _stamp(now),
-                        "reason": reason,
-                        "outcome": outcome,
-                    }
-                )
-                del state["recent"][:-RECENT]
+                self._remember(state, {**entry, "reason": reason, "outcome": outcome})
             return dict(entry)
+
+    def _remember(self, state: State, entry: Entry) -> None:
+        """Keep an ended entry among the last `RECENT` (what failed, and why)."""
+        ended = {k: v for k, v in entry.items() if k != "state"}
+        state["recent"].append({**ended, "finished_at": self._now()})
+        del state["recent"][:-RECENT]
 
     def heartbeat(self, worker: str, *, stopped: bool = False) -> None:
         with self.edit() as state:

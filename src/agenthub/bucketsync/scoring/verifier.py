@@ -46,7 +46,7 @@ from agenthub.bucketsync.runners.base import (
     Mount,
 )
 from agenthub.bucketsync.scoring.jobs import JobsService
-from agenthub.bucketsync.scoring.queue import QUEUED, Entry
+from agenthub.bucketsync.scoring.queue import DONE, QUEUED, Entry
 from agenthub.bucketsync.scoring.runs import (
     SUMMARY_FILE,
     Outcome,
@@ -202,7 +202,7 @@ class Verifier(VerdictBook):
         except Exception:
             log.exception("verification run for %s not launched", filename)
             self.save_ledger(filename, {"state": "failed", "reason": PLATFORM_ERROR})
-            return None
+            return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
 
     def _submission(self, filename: str, author: str) -> tuple[Located | None, dict[str, Any]]:
         """The content to run: the pinned copy when the result has a pin, else the folder
@@ -255,7 +255,8 @@ class Verifier(VerdictBook):
         author, reported = str(entry["agent_id"]), float(entry["reported"])
         located, pinned = self._submission(filename, author)
         if located is None:
-            return None
+            ledger = self.ledger(filename) or {}
+            return {"state": DONE, "reason": ledger.get("reason"), "outcome": ledger.get("state")}
         run_prefix = self.run_prefix(filename)
         spec = self.jobs.spec(
             [
@@ -291,7 +292,7 @@ class Verifier(VerdictBook):
             self.save_ledger(
                 filename, {"state": "failed", "message": exc.message, "reason": PLATFORM_ERROR}
             )
-            return None
+            return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
         self.save_ledger(
             filename,
             {
