@@ -94,13 +94,7 @@ def promote_result(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dic
             listener(filename)
         except Exception:  # BS-4.59: promotion never fails because of a listener
             log.exception("result listener failed for %s", filename)
-    return {"filename": filename, "via": "bucket", "path": path, "pin": _pin_summary(pin)}
-
-
-def _pin_summary(pin: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if pin is None:
-        return None
-    return {k: v for k, v in pin.items() if k != "files"}
+    return {"filename": filename, "via": "bucket", "path": path}
 
 
 def verification_index(hub: Hub) -> dict[str, str]:
