@@ -40,38 +40,48 @@ class Located:
 
 def locate(hub: Hub, author: str, fm: Mapping[str, Any]) -> tuple[Located | None, str]:
     """Where the result's submission lives, or (None, what is wrong)."""
+    located, _files, problem = locate_files(hub, author, fm)
+    return located, problem
+
+
+def locate_files(
+    hub: Hub, author: str, fm: Mapping[str, Any]
+) -> tuple[Located | None, list[FileEntry], str]:
+    """`locate`, with the submission's files as listed (one listing serves both)."""
     settings = hub.settings
     value = next((fm[k] for k in SUBMISSION_KEYS if isinstance(fm.get(k), str)), None)
     if value is None:
-        return None, "its frontmatter names no submission (`artifacts:` or `submission:`)"
+        return None, [], "its frontmatter names no submission (`artifacts:` or `submission:`)"
     value = value.strip()
     own = settings.scratch_bucket(author)
     try:
         if value.startswith("hf://"):
             source = hub.parse_source(value)
             if source.agent_id != author:
-                return None, f"{value} is not in your own scratch bucket {own}"
+                return None, [], f"{value} is not in your own scratch bucket {own}"
             bucket, path = source.bucket, source.path
         elif value.startswith("artifacts/"):
             parts = naming.validate_components(value.strip("/"))
             if len(parts) < 2 or not parts[1].endswith(f"_{author}"):
-                return None, f"{value} is not one of your artifacts/{{slug}}_{author}/ folders"
+                return None, [], f"{value} is not one of your artifacts/{{slug}}_{author}/ folders"
             bucket, path = settings.central_bucket, value
         else:
             naming.validate_components(value.strip("/"))
             bucket, path = own, value
     except InvalidPath as exc:
-        return None, f"{value!r} is not a valid path ({exc.message})"
+        return None, [], f"{value!r} is not a valid path ({exc.message})"
     prefix = path.strip("/") + "/"
     status = read_json_object(hub.store, bucket, f"{prefix}{STATUS_FILE}")
     if status is not None:
         # A job run folder: follow job_status.json back to the submission it ran.
         if status.get("submission_bucket") != own or not status.get("submission_prefix"):
-            return None, f"the job run {value} did not run a submission of yours"
+            return None, [], f"the job run {value} did not run a submission of yours"
         bucket, prefix = own, str(status["submission_prefix"])
-    if not submission_files(hub, Located(bucket, prefix)):
-        return None, f"hf://buckets/{bucket}/{prefix} has no files"
-    return Located(bucket, prefix), ""
+    located = Located(bucket, prefix)
+    files = submission_files(hub, located)
+    if not files:
+        return None, [], f"hf://buckets/{bucket}/{prefix} has no files"
+    return located, files, ""
 
 
 def submission_files(hub: Hub, located: Located) -> list[FileEntry]:
@@ -113,11 +123,11 @@ def manifest(located: Located, files: list[FileEntry], *, pinned_at: str) -> dic
 def pin_for(hub: Hub, author: str, fm: Mapping[str, Any]) -> dict[str, Any] | None:
     """The pin of a result about to be promoted, or None when it names no locatable
     submission (the verifier then tells the author how to fix it)."""
-    located, _problem = locate(hub, author, fm)
+    located, files, _problem = locate_files(hub, author, fm)
     if located is None:
         return None
     pinned_at = hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return manifest(located, submission_files(hub, located), pinned_at=pinned_at)
+    return manifest(located, files, pinned_at=pinned_at)
 
 
 def encode(pin: Mapping[str, Any]) -> bytes:
