@@ -71,7 +71,8 @@ def test_a_run_the_platform_killed_is_not_charged_and_is_retried(live_world: Liv
     mine = quota(world, "alice")
     assert mine["agents"][0]["used"] == 1 and mine["agents"][0]["not_charged"] == 1
     assert mine["agents"][0]["remaining"] == 9 and mine["user"]["remaining"] == 29
-    recent = world.client.get("/v1/queue").json()["recent"]
+    # The run leaves the queue just after its status is written.
+    recent = eventually(lambda: world.client.get("/v1/queue").json()["recent"])
     assert [(r["job_id"], r["reason"]) for r in recent] == [(status["job_id"], None)]
 
 
@@ -112,7 +113,8 @@ def test_platform_failures_stop_being_retried_after_the_budget(live_world: LiveW
         )
     )
     assert status["reason"] == "platform_error" and status["charged"] is False
-    assert [r.get("charging", True) for r in ledger_rows(world)] == [False, False]
+    # The ledger is told right after the status is written.
+    eventually(lambda: [r.get("charging", True) for r in ledger_rows(world)] == [False, False])
     assert quota(world, "alice")["agents"][0] == pytest.approx(
         {
             "agent_id": "agent-1",

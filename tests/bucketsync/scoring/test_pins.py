@@ -36,6 +36,11 @@ def promote(world: ScoringWorld, agent: str, path: str, score: float, prefix: st
     return str(response.json()["filename"])
 
 
+def running(world: ScoringWorld) -> list[dict[str, Any]]:
+    """Wait until a verification runs (the trigger is off the request thread)."""
+    return list(eventually(lambda: world.client.get("/v1/queue").json()["running"]))
+
+
 def detail(world: ScoringWorld, filename: str) -> dict[str, Any]:
     response = world.client.get(f"/v1/results/{filename}")
     assert response.status_code == 200, response.text
@@ -67,11 +72,14 @@ def test_changed_pinned_file_is_invalid_and_an_untouched_one_valid(
     # agent-1's run holds the only slot while the other two wait with their pins.
     submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "2"})
     blocker = promote(world, "agent-1", "results/a.md", 0.5, "sub/")
+    running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9", "notes.txt": "v1"})
     changed = promote(world, "agent-2", "results/b.md", 0.9, "sub/")
     submit(world, "agent-3", "sub/", **{"score.txt": "0.8"})
     untouched = promote(world, "agent-3", "results/c.md", 0.8, "sub/")
-    assert detail(world, changed)["verification_detail"]["queue"]["state"] == "queued"
+    # Promotion never waits for the verifier: the entry appears just after the 201.
+    waiting = eventually(lambda: (detail(world, changed)["verification_detail"] or {}).get("queue"))
+    assert waiting["state"] == "queued" and waiting["position"] == 1
     submit(world, "agent-2", "sub/", **{"notes.txt": "v2, after promotion"})
 
     eventually(lambda: world.index().get(untouched) == "valid", timeout=40)
@@ -96,6 +104,7 @@ def test_a_vanished_pinned_file_is_invalid(live_world: LiveWorld) -> None:
     world.agent("agent-2", "bob")
     submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "1.5"})
     promote(world, "agent-1", "results/a.md", 0.5, "sub/")
+    running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9", "extra.txt": "x"})
     gone = promote(world, "agent-2", "results/b.md", 0.9, "sub/")
     # What the agent's own `hf buckets rm` does to its bucket.
@@ -115,6 +124,7 @@ def test_files_added_after_promotion_are_not_run(live_world: LiveWorld) -> None:
     world.agent("agent-2", "bob")
     submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "1.5"})
     promote(world, "agent-1", "results/a.md", 0.5, "sub/")
+    running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9"})
     filename = promote(world, "agent-2", "results/b.md", 0.9, "sub/")
     submit(world, "agent-2", "sub/", **{"override.txt": "0.1"})

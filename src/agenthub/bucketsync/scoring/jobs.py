@@ -41,7 +41,7 @@ from agenthub.bucketsync.runners.base import (
     LaunchedJob,
     Mount,
 )
-from agenthub.bucketsync.scoring.queue import AGENT, ScoringQueue
+from agenthub.bucketsync.scoring.queue import AGENT, Entry, ScoringQueue
 from agenthub.bucketsync.scoring.quota import JobQuota, LedgerRow
 from agenthub.bucketsync.scoring.runs import (
     LOGS_FILE,
@@ -285,6 +285,16 @@ class JobsService(RunWatcher):
         if retry is not None:
             self.watch(retry, on_done=self.agent_run_done)
 
+    def adopt(self, entry: Entry) -> None:
+        """Watch an agent's run whose worker stopped (from the queue's `adopt`)."""
+        status = read_status(
+            self.hub, str(entry.get("status_bucket", "")), str(entry.get("run_prefix", ""))
+        )
+        if status is None or status.get("job_id") != entry.get("job_id"):
+            self.queue.done(str(entry["key"]), reason=PLATFORM_ERROR, outcome="lost")
+            return
+        self.watch(record_from_status(status), on_done=self.agent_run_done)
+
     def _relaunch(self, record: RunRecord) -> RunRecord | None:
         spec = self.agent_spec(
             record.agent_id, record.submission_bucket, record.submission_prefix, record.run_prefix
@@ -324,7 +334,8 @@ class JobsService(RunWatcher):
             if not state.terminal:
                 running += 1
                 continue
-            self.finish(record_from_status(status), state)
+            outcome = self.finish(record_from_status(status), state)
+            self.queue.done(row.job_id, reason=failure_reason(outcome.state), outcome=state.stage)
             finished += 1
         return finished, running
 
@@ -338,4 +349,6 @@ def _queue_fields(record: RunRecord) -> dict[str, Any]:
         "queued_at": record.queued_at or record.launched_at,
         "attempt": record.attempt,
         "run": f"hf://buckets/{record.status_bucket}/{record.run_prefix}",
+        "status_bucket": record.status_bucket,
+        "run_prefix": record.run_prefix,
     }

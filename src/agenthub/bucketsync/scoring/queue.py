@@ -17,7 +17,10 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import os
+import socket
 import statistics
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -83,6 +86,8 @@ class ScoringQueue:
         self.hub = hub
         self.concurrency = concurrency
         self.heartbeat_s = heartbeat_s
+        # Who watches a run: a run whose worker stopped beating is adopted by another.
+        self.worker = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
     # -- storage ----------------------------------------------------------------------------
     def load(self) -> State:
@@ -154,7 +159,9 @@ class ScoringQueue:
                 if fields.get("state") == QUEUED:  # not launched: it waits for the next pass
                     entry.update(fields)
                     break
-                entry.update({"state": RUNNING, "started_at": self._now(), **fields})
+                entry.update(
+                    {"state": RUNNING, "started_at": self._now(), "worker": self.worker, **fields}
+                )
                 started.append(str(entry["key"]))
         return started
 
@@ -163,7 +170,14 @@ class ScoringQueue:
         with self.edit() as state:
             state["entries"] = [e for e in state["entries"] if e["key"] != key]
             state["entries"].append(
-                {"key": key, "kind": AGENT, "state": RUNNING, "started_at": self._now(), **fields}
+                {
+                    "key": key,
+                    "kind": AGENT,
+                    "state": RUNNING,
+                    "started_at": self._now(),
+                    "worker": self.worker,
+                    **fields,
+                }
             )
 
     def done(
@@ -206,9 +220,36 @@ class ScoringQueue:
         state["recent"].append({**ended, "finished_at": self._now()})
         del state["recent"][:-RECENT]
 
-    def heartbeat(self, worker: str, *, stopped: bool = False) -> None:
+    def heartbeat(self, *, stopped: bool = False) -> None:
+        """This worker is alive (or, `stopped`, no longer): the queue shows the last beat."""
         with self.edit() as state:
-            state["heartbeat"] = {"worker": worker, "at": self._now(), "stopped": stopped}
+            now = self._now()
+            state["heartbeat"] = {"worker": self.worker, "at": now, "stopped": stopped}
+            workers = state.setdefault("workers", {})
+            if stopped:
+                workers.pop(self.worker, None)
+            else:
+                workers[self.worker] = now
+
+    def adopt(self) -> list[Entry]:
+        """Take over the running entries of workers that stopped beating (a restart, a
+        crash): they become this worker's to watch. Returns them."""
+        adopted = []
+        with self.edit() as state:
+            now = self.hub.clock.now()
+            stale = STALE_INTERVALS * self.heartbeat_s
+            workers = state.setdefault("workers", {})
+            alive = {
+                w
+                for w, at in workers.items()
+                if (t := _parse(at)) is not None and (now - t).total_seconds() <= stale
+            }
+            state["workers"] = {w: at for w, at in workers.items() if w in alive}
+            for entry in state["entries"]:
+                if entry["state"] == RUNNING and entry.get("worker") not in alive | {self.worker}:
+                    entry["worker"] = self.worker
+                    adopted.append(dict(entry))
+        return adopted
 
     # -- the view ---------------------------------------------------------------------------
     def entry(self, key: str) -> Entry | None:

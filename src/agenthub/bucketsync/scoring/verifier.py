@@ -24,8 +24,6 @@ set and record a verdict in `results/verification_status.json`.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,7 +44,7 @@ from agenthub.bucketsync.runners.base import (
     Mount,
 )
 from agenthub.bucketsync.scoring.jobs import JobsService
-from agenthub.bucketsync.scoring.queue import DONE, QUEUED, Entry
+from agenthub.bucketsync.scoring.queue import DONE, QUEUED, VERIFICATION, Entry
 from agenthub.bucketsync.scoring.runs import (
     SUMMARY_FILE,
     Outcome,
@@ -82,7 +80,6 @@ class Verifier(VerdictBook):
         self._lock = threading.Lock()
         self._considering: set[str] = set()
         self.launched = 0
-        self.worker = f"{socket.gethostname()}-{os.getpid()}"
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -100,8 +97,9 @@ class Verifier(VerdictBook):
         while not self._stop.is_set():
             try:
                 if self.hub.clock.monotonic() >= next_beat:
-                    self.queue.heartbeat(self.worker)
+                    self.queue.heartbeat()
                     next_beat = self.hub.clock.monotonic() + beat_every
+                    self.adopt()
                 self.dispatch()
             except Exception:
                 log.exception("verifier loop pass failed")
@@ -117,9 +115,25 @@ class Verifier(VerdictBook):
         self._thread.join(timeout)
         self._thread = None
         try:
-            self.queue.heartbeat(self.worker, stopped=True)
+            self.queue.heartbeat(stopped=True)
         except Exception as exc:
             log.warning("could not post the verifier's last heartbeat: %s", exc)
+
+    def adopt(self) -> None:
+        """Watch the runs of workers that stopped (their watchers died with them): a run
+        that ended meanwhile is finished and decided at once; one whose status cannot be
+        found is queued again."""
+        for entry in self.queue.adopt():
+            if entry["kind"] != VERIFICATION:
+                self.jobs.adopt(entry)
+                continue
+            filename = str(entry["result"])
+            status = read_status(self.hub, self.settings.audit_bucket, self.run_prefix(filename))
+            if status is None or status.get("job_id") != entry.get("job_id"):
+                self.queue.done(filename, reason=PLATFORM_ERROR, retry=True)
+                continue
+            log.warning("adopting the verification run of %s (%s)", filename, entry["job_id"])
+            self.jobs.watch(record_from_status(status), on_done=self.on_run_done)
 
     def dispatch(self) -> list[str]:
         """Launch waiting verifications into free slots; returns the results launched."""
