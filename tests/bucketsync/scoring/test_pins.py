@@ -69,8 +69,9 @@ def test_changed_pinned_file_is_invalid_and_an_untouched_one_valid(
     world, _app = live_world(VERIFIER_ENABLED="true")
     for agent in ("agent-1", "agent-2", "agent-3"):
         world.agent(agent, f"user-{agent}")
-    # agent-1's run holds the only slot while the other two wait with their pins.
-    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "2"})
+    # agent-1's run holds the only slot (5 s, ample on a loaded machine) while the other
+    # two wait with their pins.
+    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "5"})
     blocker = promote(world, "agent-1", "results/a.md", 0.5, "sub/")
     running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9", "notes.txt": "v1"})
@@ -102,7 +103,7 @@ def test_a_vanished_pinned_file_is_invalid(live_world: LiveWorld) -> None:
     world, _app = live_world(VERIFIER_ENABLED="true")
     world.agent("agent-1", "alice")
     world.agent("agent-2", "bob")
-    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "1.5"})
+    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "5"})
     promote(world, "agent-1", "results/a.md", 0.5, "sub/")
     running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9", "extra.txt": "x"})
@@ -122,7 +123,7 @@ def test_files_added_after_promotion_are_not_run(live_world: LiveWorld) -> None:
     world, _app = live_world(VERIFIER_ENABLED="true")
     world.agent("agent-1", "alice")
     world.agent("agent-2", "bob")
-    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "1.5"})
+    submit(world, "agent-1", "sub/", **{"score.txt": "0.5", "sleep.txt": "5"})
     promote(world, "agent-1", "results/a.md", 0.5, "sub/")
     running(world)
     submit(world, "agent-2", "sub/", **{"score.txt": "0.9"})

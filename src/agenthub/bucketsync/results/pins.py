@@ -131,7 +131,7 @@ def pin_for(hub: Hub, author: str, fm: Mapping[str, Any]) -> dict[str, Any] | No
 
 
 def encode(pin: Mapping[str, Any]) -> bytes:
-    return json.dumps(pin, indent=1, sort_keys=True).encode()
+    return json.dumps(pin, sort_keys=True, separators=(",", ":")).encode()
 
 
 def read_pin(hub: Hub, filename: str) -> dict[str, Any] | None:
