@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
+from agenthub.bucketsync.api import scoring as scoring_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -259,6 +260,8 @@ def create_app(
         if bus is not None:
             bus.check()
             await bus.start()
+        if scoring is not None:
+            scoring.start()
         try:
             yield
         finally:
@@ -282,6 +285,7 @@ def create_app(
     app.include_router(traces_routes.router)
     app.include_router(coordination.router)
     app.include_router(agentsetup.router)
+    app.include_router(scoring_routes.router)
     if settings.storage == "local":
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)

@@ -102,6 +102,8 @@ class BucketSyncSettings(OfflineSettings):
     job_timeout_minutes: float = Field(30.0, alias="JOB_TIMEOUT_MINUTES", gt=0)
     job_cancel_grace_s: float = Field(60.0, alias="JOB_CANCEL_GRACE_S", ge=0)
     job_poll_s: float = Field(5.0, alias="JOB_POLL_S", gt=0)
+    # Runs the platform failed (platform_error) are relaunched this many times, uncharged.
+    job_platform_retries: int = Field(2, alias="JOB_PLATFORM_RETRIES", ge=0)
     jobs_namespace: str = Field("", alias="JOBS_NAMESPACE")
     verifier_enabled: bool = Field(False, alias="VERIFIER_ENABLED")
     verifier_agent: str = Field("verifier", alias="VERIFIER_AGENT")
@@ -110,6 +112,10 @@ class BucketSyncSettings(OfflineSettings):
     verifier_guard_cap: float | None = Field(None, alias="VERIFIER_GUARD_CAP")
     private_dataset_prefix: str = Field("private/", alias="PRIVATE_DATASET_PREFIX")
     verification_runs_prefix: str = Field("verification_runs/", alias="VERIFICATION_RUNS_PREFIX")
+    # How many verification re-runs at once; the rest wait in GET /v1/queue.
+    verifier_concurrency: int = Field(1, alias="VERIFIER_CONCURRENCY", ge=1)
+    # The verifier's heartbeat on the queue; three missed beats read as stopped.
+    verifier_heartbeat_s: float = Field(15.0, alias="VERIFIER_HEARTBEAT_S", gt=0)
 
     @model_validator(mode="after")
     def _derive(self) -> BucketSyncSettings:

@@ -28,8 +28,8 @@ from typing import Any
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.results.leaderboard import score_of
-from agenthub.bucketsync.scoring.jobs import STATUS_FILE
-from agenthub.bucketsync.scoring.verdicts import Located, VerdictBook
+from agenthub.bucketsync.results.pins import STATUS_FILE, Located
+from agenthub.bucketsync.scoring.verdicts import VerdictBook
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import httpx
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
@@ -21,6 +24,7 @@ from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
+from tests.support.servers import live_server
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bucketsync-challenge"
 T = TypeVar("T")
@@ -139,3 +143,52 @@ def scoring_world(tmp_path: Path) -> Iterator[AppFactory]:
     yield make
     for client in clients:
         client.__exit__(None, None, None)
+
+
+# A harness whose outcome the submission controls: it sleeps `sleep.txt` seconds, then
+# scores `score.txt`, preferring `override.txt` when the submission has one.
+SCORER = """
+import argparse, json, pathlib, time
+p = argparse.ArgumentParser()
+p.add_argument("--submission-dir", type=pathlib.Path)
+p.add_argument("--state-dir", type=pathlib.Path)
+p.add_argument("--private-dir", type=pathlib.Path)
+a, _ = p.parse_known_args()
+sub = a.submission_dir
+if (sub / "sleep.txt").exists():
+    time.sleep(float((sub / "sleep.txt").read_text()))
+name = "override.txt" if (sub / "override.txt").exists() else "score.txt"
+(a.state_dir / "summary.json").write_text(json.dumps({"score": float((sub / name).read_text())}))
+"""
+
+
+def use_scorer(world: ScoringWorld) -> None:
+    s = world.hub.settings
+    world.hub.store.write_batch(
+        s.central_bucket, Batch(adds=[(s.harness_prefix + "run.py", SCORER.encode())])
+    )
+
+
+@pytest.fixture
+def live_world(tmp_path: Path) -> Iterator[Callable[..., tuple[ScoringWorld, FastAPI]]]:
+    """`live_world(**env)` → (a ScoringWorld speaking real HTTP to a loopback server, its
+    app); the scorer harness is installed."""
+    stack = ExitStack()
+    made: list[None] = []
+
+    def make(**env: str) -> tuple[ScoringWorld, FastAPI]:
+        made.append(None)
+        settings = make_settings(tmp_path / f"live{len(made)}", **{**FAST, **env})
+        store = LocalBucketStore(settings.data_dir)
+        identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
+        app = create_app(settings, store=store, identity=identity)
+        base = stack.enter_context(live_server(app))
+        client = stack.enter_context(httpx.Client(base_url=base, timeout=30))
+        install_challenge(store, settings)
+        # World drives its client through the httpx.Client API only, which TestClient extends.
+        world = ScoringWorld(cast(TestClient, client), app.state.hub, identity)
+        use_scorer(world)
+        return world, app
+
+    with stack:
+        yield make

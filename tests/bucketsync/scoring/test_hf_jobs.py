@@ -245,7 +245,16 @@ def test_bs_4_53_verifier_on_hf_mounts_the_private_set_from_the_audit_bucket(
         }
         assert volumes["/state"]["source"] == AUDIT and volumes["/state"]["readOnly"] is False
         assert volumes["/state"]["path"] == f"verification_runs/{filename}"
-        assert volumes["/submission"]["source"] == "acme/chal-a1"
+        # The run mounts the pinned copy, made by xet hash from the agent's bucket.
+        assert volumes["/submission"]["source"] == AUDIT
+        assert volumes["/submission"]["path"] == f"verification_submissions/{filename}"
+        copies = [
+            copy
+            for name, call in fake.buckets.calls
+            if name == "batch_bucket_files" and call["bucket"] == AUDIT
+            for copy in call["copy"]
+        ]
+        assert copies and all(c[1] == "acme/chal-a1" for c in copies)
         assert "--private-dir" in fake.jobs["job0001"]["spec"]["command"]
         fake.complete("job0001", {"score": 0.79})
         index = eventually(

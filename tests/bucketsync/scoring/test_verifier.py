@@ -139,7 +139,9 @@ def test_bs_4_53_rerun_mounts_the_private_set_and_keeps_state_in_the_audit_bucke
     assert summary is not None and summary["eval_set"] == "private" and summary["cases"] == 600
     status = world.status(AUDIT, run + "job_status.json")
     assert status is not None and status["kind"] == "verifier"
-    assert status["submission"] == world.uri("agent-1", "submission/")
+    # It ran the copy pinned at promotion, taken from the agent's submission folder.
+    assert status["submission"] == f"hf://buckets/{AUDIT}/verification_submissions/{filename}/"
+    assert status["pinned_source"] == world.uri("agent-1", "submission/")
     assert world.hub.store.read(AUDIT, run + "job_logs.txt")
     central = [e.path for e in world.hub.store.list(world.hub.central, "")]
     assert not [p for p in central if "eval.json" in p or p.startswith("verification_runs/")]

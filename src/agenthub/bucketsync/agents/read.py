@@ -108,3 +108,15 @@ def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 def get_agent(hub: Hub, agent_id: str) -> dict[str, Any]:
     naming.validate_agent_id(agent_id)
     return agent_info(require_registered(hub, agent_id))
+
+
+def agents_of(hub: Hub, hf_user: str) -> list[str]:
+    """The agent ids registered to `hf_user`, sorted."""
+    entries = hub.read_model.entries(naming.AGENTS)
+    paths = [p for p in entries if p.endswith(".md") and "/" not in p.removeprefix(naming.AGENTS)]
+    records = hub.read_model.records(paths, naming.AGENTS)
+    return sorted(
+        path.removeprefix(naming.AGENTS).removesuffix(".md")
+        for path, record in records.items()
+        if record.frontmatter.get("hf_user") == hf_user
+    )

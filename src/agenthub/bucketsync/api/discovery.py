@@ -10,12 +10,13 @@ from agenthub.bucketsync.claims import similarity
 from agenthub.bucketsync.core import trust
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.notify import NotifierHealth
+from agenthub.bucketsync.runners.base import FAILURE_REASONS
 from agenthub.bucketsync.settings import BucketSyncSettings
 
 # The /v1 contract's version, and its feature level: +1 with every additive feature, each
 # listed in CHANGELOG.md (a client checks `feature_level >= N` before relying on level N).
 API_VERSION = "1"
-FEATURE_LEVEL = 5
+FEATURE_LEVEL = 6
 
 ENDPOINTS = [
     ("GET", "/v1", "this self-description (api_version, feature_level, conventions)"),
@@ -141,6 +142,18 @@ JOB_ENDPOINTS = [
         "/v1/jobs:run",
         "Bearer; {agent_id, submission_prefix, run_prefix}: run the benchmark harness on "
         "your submission; job_status.json + job_logs.txt land in run_prefix",
+    ),
+    (
+        "GET",
+        "/v1/queue",
+        "waiting verifications (position, ETA), running jobs, recent failures with their "
+        "reason, and the verifier's heartbeat (status running|stopped|never_started)",
+    ),
+    (
+        "GET",
+        "/v1/me/quota",
+        "Bearer; benchmark runs left in the 24h window for you and each of your agents, "
+        "and when the next one frees up",
     ),
 ]
 
@@ -369,6 +382,17 @@ def _jobs(s: BucketSyncSettings) -> dict[str, Any]:
         "per_agent_per_day": s.job_per_agent_per_day,
         "per_user_per_day": s.job_per_user_per_day,
         "verifier": s.verifier_enabled,
+        "verifier_concurrency": s.verifier_concurrency,
+        # The failure taxonomy of job_status.json, the queue and verification_detail.
+        "failure_reasons": FAILURE_REASONS,
+        "platform_retries": s.job_platform_retries,
+        "not_charged": "runs that fail with platform_error count against no quota, and are "
+        f"relaunched up to {s.job_platform_retries} times",
+        "pins": "POST /v1/results pins the named submission (every file's path, size and "
+        "content hash, shown on GET /v1/results/{filename} as `pin`); the verifier re-runs "
+        "exactly that content, and a pinned file changed or gone makes the result invalid "
+        "with reason submission_changed",
+        "eta": "median of the last 20 run durations; null until a run has finished",
     }
 
 

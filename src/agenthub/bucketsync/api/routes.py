@@ -12,14 +12,15 @@ from agenthub.bucketsync.agents import read as agents
 from agenthub.bucketsync.agents import write as registration
 from agenthub.bucketsync.api import discovery
 from agenthub.bucketsync.api.openapi import ERRORS
+from agenthub.bucketsync.api.scoring import scoring_of
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.board import write as messages
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.errors import JobsDisabled
 from agenthub.bucketsync.files import sync
 from agenthub.bucketsync.live import boardview
 from agenthub.bucketsync.live import digest as snapshot
 from agenthub.bucketsync.results import write as results
+from agenthub.bucketsync.scoring import views as scoring_views
 
 router = APIRouter(prefix="/v1", responses=ERRORS)
 
@@ -166,7 +167,7 @@ def list_results(request: Request) -> dict[str, Any]:
 
 @router.get("/results/{filename}")
 def get_result(filename: str, request: Request) -> dict[str, Any]:
-    return results.get_result(hub_of(request), filename)
+    return scoring_views.result(hub_of(request), request.app.state.scoring, filename)
 
 
 class ArtifactsBody(BaseModel):
@@ -220,11 +221,7 @@ def jobs_run(
     raw: dict[str, Any] | None = Body(None),
     authorization: str | None = Header(None),
 ) -> dict[str, Any]:
-    scoring = request.app.state.scoring
-    if scoring is None:  # before the body shape: a disabled endpoint says so first
-        raise JobsDisabled(
-            "benchmark jobs are not enabled on this server", hint="JOBS_ENABLED is false"
-        )
+    scoring = scoring_of(request)  # before the body shape: a disabled endpoint says so first
     try:
         body = JobBody.model_validate(raw or {})
     except ValidationError as exc:

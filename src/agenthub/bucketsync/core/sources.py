@@ -49,11 +49,14 @@ def promote_stamped(
     body: str,
     route: str,
     caller_info: CallerInfo,
+    before: Callable[[str], list[tuple[str, bytes]]] | None = None,
 ) -> tuple[str, str]:
     """Promote `data` (read from `source`) as a new `{folder}{stamp}_{agent}.md`, stamped
     `via: bucket` ahead of `fields`, under the promoted-hash dedup of (data, folder) (409
     ALREADY_PROMOTED on a repeat), written through the store and audited. Returns
-    (filename, path): a result and a claim are promoted here."""
+    (filename, path): a result and a claim are promoted here. `before(filename)` names
+    files written ahead of the record in the same batch (a result's pin), so the record
+    is never visible without them."""
     with hub.dedup.claim(data, folder) as written:
         entries = hub.read_model.entries(folder)
         filename, rendered = stamp_record(
@@ -65,7 +68,8 @@ def promote_stamped(
             taken=lambda name: f"{folder}{name}" in entries,
         )
         path = f"{folder}{filename}"
-        hub.write_central([(path, rendered)])
+        ahead = before(filename) if before is not None else []
+        hub.write_central([*ahead, (path, rendered)])
         written.append(filename)
     hub.audit.record(
         agent_id=source.agent_id,

@@ -13,6 +13,7 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
+from agenthub.bucketsync.results import pins
 from agenthub.bucketsync.results.baseline import gate_baseline
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ def promote_result(
         source.agent_id,
         authorization,
     )
+    pin = pins.pin_for(hub, source.agent_id, document.frontmatter)
+    # The pin goes in the result's batch, ahead of it: a result is never visible without it.
     filename, path = promote_stamped(
         hub,
         source,
@@ -74,6 +77,9 @@ def promote_result(
         folder=naming.RESULTS,
         fields=fields,
         body=document.body,
+        before=lambda filename: (
+            [(pins.pin_path(filename), pins.encode(pin))] if pin is not None else []
+        ),
         route="/v1/results",
         caller_info=caller_info,
     )
@@ -124,4 +130,4 @@ def get_result(hub: Hub, filename: str) -> dict[str, Any]:
         record = hub.read_model.record(f"{naming.RESULTS}{filename}", naming.RESULTS)
     if record is None:
         raise NotFound(f"no result {filename!r}", hint="list them with GET /v1/results")
-    return _render(record, verification_index(hub))
+    return _render(record, verification_index(hub)) | {"pin": pins.read_pin(hub, filename)}

@@ -14,6 +14,13 @@ import huggingface_hub
 from huggingface_hub.errors import HfHubHTTPError
 
 from agenthub.bucketsync.runners.base import (
+    COMPLETED,
+    DELETED,
+    HARNESS_ERROR,
+    OOM,
+    PLATFORM_ERROR,
+    TERMINAL_STAGES,
+    TIMEOUT,
     JobLaunchError,
     JobRunnerUnavailable,
     JobSpec,
@@ -74,8 +81,9 @@ class HfJobRunner:
     def inspect(self, job_id: str) -> JobState:
         info = self._call("inspect_job", self._api.inspect_job, job_id=job_id)
         status = info.status
-        stage = getattr(status.stage, "value", status.stage)
-        return JobState(stage=str(stage), message=getattr(status, "message", None))
+        stage = str(getattr(status.stage, "value", status.stage))
+        message = getattr(status, "message", None)
+        return JobState(stage=stage, message=message, reason=_reason(stage, message))
 
     def logs(self, job_id: str) -> str:
         def collect(**kwargs: Any) -> list[str]:
@@ -86,3 +94,18 @@ class HfJobRunner:
 
     def cancel(self, job_id: str) -> None:
         self._call("cancel_job", self._api.cancel_job, job_id=job_id)
+
+
+def _reason(stage: str, message: str | None) -> str | None:
+    """HF Jobs reports a failure as a stage and free text; read the taxonomy out of it. A
+    job the platform deleted, or one it ended without saying why, is the platform's fault."""
+    if stage == COMPLETED or stage not in TERMINAL_STAGES:
+        return None
+    text = (message or "").lower()
+    if "out of memory" in text or "oom" in text.split():
+        return OOM
+    if "timeout" in text or "timed out" in text:
+        return TIMEOUT
+    if stage == DELETED or not text:
+        return PLATFORM_ERROR
+    return HARNESS_ERROR

@@ -43,7 +43,12 @@ from agenthub.bucketsync.runners.base import (
     CANCELED,
     COMPLETED,
     ERROR,
+    HARNESS_ERROR,
+    OOM,
+    PLATFORM_ERROR,
     RUNNING,
+    SUBMISSION_MISSING,
+    TIMEOUT,
     JobLaunchError,
     JobSpec,
     JobState,
@@ -131,14 +136,16 @@ class LocalJobRunner:
             if code is None:
                 return JobState(RUNNING)
             status = _read_status(directory)  # it may have finished between the two reads
-            return status or JobState(ERROR, f"job supervisor exited ({code}) without a status")
+            return status or JobState(
+                ERROR, f"job supervisor exited ({code}) without a status", PLATFORM_ERROR
+            )
         try:
             pid = int((directory / "pid").read_text())
         except (OSError, ValueError):
-            return JobState(ERROR, "unknown local job")
+            return JobState(ERROR, "unknown local job", PLATFORM_ERROR)
         if pids.alive(pid):
             return JobState(RUNNING)
-        return _read_status(directory) or JobState(ERROR, "job supervisor vanished")
+        return _read_status(directory) or JobState(ERROR, "job supervisor vanished", PLATFORM_ERROR)
 
     def logs(self, job_id: str) -> str:
         try:
@@ -172,7 +179,12 @@ def _read_status(directory: Path) -> JobState | None:
         data = json.loads((directory / STATUS).read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    return JobState(stage=str(data.get("stage")), message=data.get("message"))
+    reason = data.get("reason")
+    return JobState(
+        stage=str(data.get("stage")),
+        message=data.get("message"),
+        reason=str(reason) if reason else None,
+    )
 
 
 # -- the supervisor (runs in the job's own process) ----------------------------------------
@@ -200,7 +212,9 @@ def supervise(directory: Path) -> int:
     sandbox = directory / "sandbox"
     started = _now()
 
-    def finish(stage: str, message: str | None, exit_code: int | None) -> int:
+    def finish(
+        stage: str, message: str | None, exit_code: int | None, reason: str | None = None
+    ) -> int:
         if (directory / STATUS).exists():  # cancelled meanwhile
             return 0
         _write_json(
@@ -208,6 +222,7 @@ def supervise(directory: Path) -> int:
             {
                 "stage": stage,
                 "message": message,
+                "reason": reason,
                 "exit_code": exit_code,
                 "started_at": started,
                 "finished_at": _now(),
@@ -220,7 +235,11 @@ def supervise(directory: Path) -> int:
         target.mkdir(parents=True, exist_ok=True)
         files = store.list(mount.bucket, mount.prefix) if store.info(mount.bucket) else []
         if not files:
-            return finish(ERROR, f"mount {mount.bucket}/{mount.prefix} is missing or empty", None)
+            # Only the submission is the agent's to provide; the rest is the challenge's.
+            why = SUBMISSION_MISSING if mount.mount_path == "/submission" else HARNESS_ERROR
+            return finish(
+                ERROR, f"mount {mount.bucket}/{mount.prefix} is missing or empty", None, why
+            )
         for entry in files:
             relative = entry.path[len(mount.prefix) :] if mount.prefix else entry.path
             data = store.read(mount.bucket, entry.path)
@@ -250,7 +269,7 @@ def supervise(directory: Path) -> int:
             )
         except OSError as exc:
             log.write(f"could not start {command[0]}: {exc}\n".encode())
-            return finish(ERROR, f"could not start the command: {exc}", None)
+            return finish(ERROR, f"could not start the command: {exc}", None, PLATFORM_ERROR)
         deadline = time.monotonic() + timeout
         code: int | None = None
         while code is None:
@@ -263,13 +282,15 @@ def supervise(directory: Path) -> int:
                     log.write(f"\n[timed out after {timeout:.0f}s]\n".encode())
                     _copy_back(store, mounts, sandbox)
                     shutil.rmtree(sandbox, ignore_errors=True)
-                    return finish(ERROR, f"timed out after {timeout:.0f}s", None)
+                    return finish(ERROR, f"timed out after {timeout:.0f}s", None, TIMEOUT)
     _copy_back(store, mounts, sandbox)
     # The copies (private eval set included) are not kept once written back.
     shutil.rmtree(sandbox, ignore_errors=True)
     if code == 0:
         return finish(COMPLETED, None, 0)
-    return finish(ERROR, f"the command exited with status {code}", code)
+    # SIGKILL from outside the harness is what the kernel's OOM killer sends.
+    why = OOM if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else HARNESS_ERROR
+    return finish(ERROR, f"the command exited with status {code}", code, why)
 
 
 def _copy_back(store: LocalBucketStore, mounts: list[Mount], sandbox: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.jobs import JobsService
+from agenthub.bucketsync.scoring.queue import ScoringQueue
 from agenthub.bucketsync.scoring.quota import (
     JobQuota,
     NamedQuotaLock,
@@ -26,7 +27,14 @@ class Scoring:
     jobs: JobsService
     verifier: Verifier | None
 
+    def start(self) -> None:
+        """Start the verifier's loop (heartbeat and dispatch); the server does, at start-up."""
+        if self.verifier is not None:
+            self.verifier.start()
+
     def shutdown(self) -> None:
+        if self.verifier is not None:
+            self.verifier.stop()
         self.jobs.shutdown()
 
 
@@ -52,7 +60,10 @@ def assemble_scoring(
         per_agent=s.job_per_agent_per_day,
         per_user=s.job_per_user_per_day,
     )
-    jobs = JobsService(hub, runner, quota)
+    queue = ScoringQueue(
+        hub, concurrency=s.verifier_concurrency, heartbeat_s=s.verifier_heartbeat_s
+    )
+    jobs = JobsService(hub, runner, quota, queue)
     verifier = Verifier(hub, jobs) if s.verifier_enabled else None
     if verifier is not None and not s.audit_two_org:
         # Seed §8: participants can read a single-org audit bucket, eval set included.

@@ -1,6 +1,11 @@
-"""Benchmark jobs: `POST /v1/jobs:run` (per-call proof, quota, harness contract) and the
-in-process watcher that enforces the timeout and writes `job_logs.txt` + `job_status.json`
-into the run prefix when a job ends.
+"""Benchmark jobs: `POST /v1/jobs:run` (per-call proof, quota, harness contract), watched
+by `watcher.RunWatcher`, which enforces the timeout and writes `job_logs.txt` +
+`job_status.json` into the run prefix when a job ends.
+
+A run the platform failed (`platform_error`: it did not start, was killed by the platform,
+or its logs were lost) is marked non-charging in the quota ledger, and an agent's run that
+did not complete is relaunched up to `JOB_PLATFORM_RETRIES` times; every run is on the
+scoring queue (`queue.py`) while it runs.
 
 The harness contract (seed §4): the challenge's `{HARNESS_PREFIX}` in the central bucket is
 mounted ro at /harness, the submission ro at /submission, a rw /state, and (verifier runs
@@ -11,12 +16,8 @@ only) the private eval set ro at /private; the command is
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from agenthub.bucketsync.core import naming
@@ -29,69 +30,32 @@ from agenthub.bucketsync.errors import (
     InvalidPath,
     JobLaunchFailed,
     SourceNotFound,
-    StorageUnavailable,
 )
 from agenthub.bucketsync.runners.base import (
-    CANCELED,
+    COMPLETED,
+    PLATFORM_ERROR,
     JobLaunchError,
     JobRunner,
     JobRunnerUnavailable,
     JobSpec,
-    JobState,
     LaunchedJob,
     Mount,
 )
-from agenthub.bucketsync.scoring.quota import JobQuota
-from agenthub.bucketsync.storage.base import Batch, read_json_object
+from agenthub.bucketsync.scoring.queue import AGENT, Entry, ScoringQueue
+from agenthub.bucketsync.scoring.quota import JobQuota, LedgerRow
+from agenthub.bucketsync.scoring.runs import (
+    LOGS_FILE,
+    STATUS_FILE,
+    SUMMARY_FILE,
+    Outcome,
+    RunRecord,
+    failure_reason,
+    read_status,
+    record_from_status,
+)
+from agenthub.bucketsync.scoring.watcher import RunWatcher
 
 log = logging.getLogger(__name__)
-
-STATUS_FILE = "job_status.json"
-LOGS_FILE = "job_logs.txt"
-SUMMARY_FILE = "summary.json"
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What `job_status.json` says about one run; enough to finish it after a restart."""
-
-    job_id: str
-    job_url: str
-    kind: str  # "agent" | "verifier"
-    agent_id: str
-    submission_bucket: str
-    submission_prefix: str
-    status_bucket: str
-    run_prefix: str
-    launched_at: str
-    timeout_s: int
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def status(self, state: JobState | None, finished_at: str | None) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "job_url": self.job_url,
-            "kind": self.kind,
-            "agent_id": self.agent_id,
-            "stage": state.stage if state else ("RUNNING" if self.job_id else "SCHEDULING"),
-            "message": state.message if state else None,
-            "submission": f"hf://buckets/{self.submission_bucket}/{self.submission_prefix}",
-            "submission_bucket": self.submission_bucket,
-            "submission_prefix": self.submission_prefix,
-            "status_bucket": self.status_bucket,
-            "run_prefix": self.run_prefix,
-            "summary_file": f"{self.run_prefix}{SUMMARY_FILE}",
-            "launched_at": self.launched_at,
-            "finished_at": finished_at,
-            "timeout_s": self.timeout_s,
-            **self.extra,
-        }
-
-
-@dataclass(frozen=True)
-class Outcome:
-    record: RunRecord
-    state: JobState
 
 
 def _folder(prefix: str, *, name: str) -> str:
@@ -103,16 +67,12 @@ def _folder(prefix: str, *, name: str) -> str:
     return folder + "/"
 
 
-class JobsService:
-    def __init__(self, hub: Hub, runner: JobRunner, quota: JobQuota) -> None:
-        self.hub = hub
-        self.runner = runner
+class JobsService(RunWatcher):
+    def __init__(self, hub: Hub, runner: JobRunner, quota: JobQuota, queue: ScoringQueue) -> None:
+        super().__init__(hub, runner)
         self.quota = quota
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-        self.watching = 0
-        self.finished = 0
+        self.queue = queue
+        self.retries = hub.settings.job_platform_retries
 
     # -- the harness contract ---------------------------------------------------------------
     def spec(self, mounts: list[Mount], *, private: bool, labels: dict[str, str]) -> JobSpec:
@@ -182,15 +142,8 @@ class JobsService:
                 hint=f"{bucket_cli(hub.settings.storage)} sync <local dir> {uri}",
             )
         self.check_harness()
-        spec = self.spec(
-            [
-                Mount(bucket, submission, "/submission", read_only=True),
-                Mount(bucket, run, "/state", read_only=False),
-            ],
-            private=False,
-            labels={"collab": hub.settings.collab_slug, "agent": agent_id, "kind": "agent"},
-        )
-        launched_at = hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        spec = self.agent_spec(agent_id, bucket, submission, run)
+        launched_at = self._now()
         pending = RunRecord(
             job_id="",
             job_url="",
@@ -202,6 +155,8 @@ class JobsService:
             run_prefix=run,
             launched_at=launched_at,
             timeout_s=spec.timeout_s,
+            queued_at=launched_at,
+            extra={"hf_user": caller.user},
         )
 
         def start() -> tuple[str, LaunchedJob]:
@@ -214,9 +169,10 @@ class JobsService:
         job, remaining = self.quota.launch(
             agent_id, caller.user, start, status_bucket=bucket, run_prefix=run
         )
-        run_record = RunRecord(**{**pending.__dict__, "job_id": job.job_id, "job_url": job.url})
+        run_record = self._started(pending, job)
         self._write_status(run_record, None, None)
-        self.watch(run_record)
+        self._queue_agent_run(run_record)
+        self.watch(run_record, on_done=self.agent_run_done)
         hub.audit.record(
             agent_id=agent_id,
             route="/v1/jobs:run",
@@ -259,107 +215,106 @@ class JobsService:
                 hint="retry later; the launch was not counted against your quota",
             ) from exc
 
+    def agent_spec(self, agent_id: str, bucket: str, submission: str, run: str) -> JobSpec:
+        return self.spec(
+            [
+                Mount(bucket, submission, "/submission", read_only=True),
+                Mount(bucket, run, "/state", read_only=False),
+            ],
+            private=False,
+            labels={"collab": self.hub.settings.collab_slug, "agent": agent_id, "kind": "agent"},
+        )
+
+    def _now(self) -> str:
+        return self.hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def _started(self, record: RunRecord, job: LaunchedJob) -> RunRecord:
+        return RunRecord(
+            **{
+                **record.__dict__,
+                "job_id": job.job_id,
+                "job_url": job.url,
+                "started_at": self._now(),
+            }
+        )
+
     def launch_run(self, record: RunRecord, spec: JobSpec) -> RunRecord:
         """Launch a run outside any quota (the verifier's): placeholder, launch, status."""
         self._write_status(record, None, None)
-        job = self._launch(spec)
-        launched = RunRecord(**{**record.__dict__, "job_id": job.job_id, "job_url": job.url})
+        launched = self._started(record, self._launch(spec))
         self._write_status(launched, None, None)
         return launched
 
-    # -- the watcher ------------------------------------------------------------------------
-    def watch(
-        self, record: RunRecord, on_done: Callable[[Outcome], None] | None = None
-    ) -> threading.Thread:
-        thread = threading.Thread(
-            target=self._watch, args=(record, on_done), name=f"job-{record.job_id}", daemon=True
-        )
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-            self.watching += 1
-        thread.start()
-        return thread
-
-    def _watch(self, record: RunRecord, on_done: Callable[[Outcome], None] | None) -> None:
-        clock = self.hub.clock
-        deadline = clock.monotonic() + record.timeout_s + self.hub.settings.job_cancel_grace_s
+    # -- agents' runs on the queue, and their retries ---------------------------------------
+    def _queue_agent_run(self, record: RunRecord) -> None:
         try:
-            while True:
-                if self._stop.is_set():
-                    return  # shutting down: `verify reconcile` finishes the run later
-                try:
-                    state = self.runner.inspect(record.job_id)
-                except JobRunnerUnavailable as exc:
-                    log.warning("could not inspect %s: %s", record.job_id, exc)
-                    state = None
-                if state is not None and state.terminal:
-                    break
-                if clock.monotonic() >= deadline:
-                    try:
-                        self.runner.cancel(record.job_id)
-                    except JobRunnerUnavailable as exc:
-                        log.error("could not cancel %s: %s", record.job_id, exc)
-                    state = JobState(
-                        CANCELED,
-                        f"cancelled by the watcher: ran past JOB_TIMEOUT_MINUTES "
-                        f"({record.timeout_s}s) plus {self.hub.settings.job_cancel_grace_s:g}s",
-                    )
-                    break
-                self._stop.wait(self.hub.settings.job_poll_s)
-            outcome = self.finish(record, state)
-            if on_done is not None:
-                on_done(outcome)
-        except Exception:
-            log.exception("watcher of %s failed", record.job_id)
-        finally:
-            with self._lock:
-                self.watching -= 1
+            self.queue.add_running(record.job_id, **_queue_fields(record))
+        except Exception as exc:  # the queue is a view: never fail a launched job for it
+            log.error("could not put %s on the scoring queue: %s", record.job_id, exc)
 
-    def finish(self, record: RunRecord, state: JobState) -> Outcome:
-        """Write `job_logs.txt` + `job_status.json` for an ended run (idempotent)."""
+    def agent_run_done(self, outcome: Outcome) -> None:
+        """An agent's run ended: a platform failure is not charged, and a run that did not
+        complete because of one is relaunched (up to JOB_PLATFORM_RETRIES) at no charge."""
+        record, state = outcome.record, outcome.state
+        reason = failure_reason(state)
+        retry: RunRecord | None = None
+        if reason == PLATFORM_ERROR and state.stage != COMPLETED and record.attempt <= self.retries:
+            retry = self._relaunch(record)
+        if reason == PLATFORM_ERROR:
+            row = None
+            if retry is not None:
+                row = LedgerRow(
+                    self.hub.clock.now(),
+                    record.agent_id,
+                    str(record.extra.get("hf_user", "")),
+                    retry.job_id,
+                    retry.status_bucket,
+                    retry.run_prefix,
+                    attempt=retry.attempt,
+                )
+            self.quota.release(record.job_id, PLATFORM_ERROR, retried_as=row)
         try:
-            logs = self.runner.logs(record.job_id)
-        except JobRunnerUnavailable as exc:
-            logs = f"[logs unavailable: {exc}]\n"
-        finished_at = self.hub.clock.now().isoformat(timespec="milliseconds")
-        self.hub.store.write_batch(
-            record.status_bucket,
-            Batch(
-                adds=[
-                    (f"{record.run_prefix}{LOGS_FILE}", logs.encode("utf-8")),
-                    (
-                        f"{record.run_prefix}{STATUS_FILE}",
-                        json.dumps(
-                            record.status(state, finished_at.replace("+00:00", "Z")), indent=2
-                        ).encode(),
-                    ),
-                ]
-            ),
-        )
-        with self._lock:
-            self.finished += 1
-        return Outcome(record, state)
-
-    def _write_status(
-        self, record: RunRecord, state: JobState | None, finished_at: str | None
-    ) -> None:
-        try:
-            self.hub.store.write_batch(
-                record.status_bucket,
-                Batch(
-                    adds=[
-                        (
-                            f"{record.run_prefix}{STATUS_FILE}",
-                            json.dumps(record.status(state, finished_at), indent=2).encode(),
-                        )
-                    ]
-                ),
+            self.queue.done(
+                record.job_id,
+                reason=reason,
+                outcome=state.stage,
+                replace=None if retry is None else _queue_fields(retry) | {"key": retry.job_id},
             )
-        except StorageUnavailable as exc:
-            raise JobLaunchFailed(
-                f"could not prepare {record.status_bucket}/{record.run_prefix}: {exc.message}",
-                hint="retry in a minute; nothing was launched",
-            ) from exc
+        except Exception as exc:
+            log.error("could not take %s off the scoring queue: %s", record.job_id, exc)
+        if retry is not None:
+            self.watch(retry, on_done=self.agent_run_done)
+
+    def adopt(self, entry: Entry) -> None:
+        """Watch an agent's run whose worker stopped (from the queue's `adopt`)."""
+        status = read_status(
+            self.hub, str(entry.get("status_bucket", "")), str(entry.get("run_prefix", ""))
+        )
+        if status is None or status.get("job_id") != entry.get("job_id"):
+            self.queue.done(str(entry["key"]), reason=PLATFORM_ERROR, outcome="lost")
+            return
+        self.watch(record_from_status(status), on_done=self.agent_run_done)
+
+    def _relaunch(self, record: RunRecord) -> RunRecord | None:
+        spec = self.agent_spec(
+            record.agent_id, record.submission_bucket, record.submission_prefix, record.run_prefix
+        )
+        try:
+            job = self._launch(spec)
+        except JobLaunchFailed as exc:
+            log.error("retry of %s not launched: %s", record.job_id, exc.message)
+            return None
+        previous = [*record.extra.get("previous_attempts", []), record.job_id]
+        retry = RunRecord(
+            **{
+                **self._started(record, job).__dict__,
+                "attempt": record.attempt + 1,
+                "extra": {**record.extra, "previous_attempts": previous},
+            }
+        )
+        self._write_status(retry, None, None)
+        log.warning("job %s failed on the platform; retried as %s", record.job_id, job.job_id)
+        return retry
 
     def reconcile_runs(self) -> tuple[int, int]:
         """Finish agent runs of the last 24h that ended while nobody watched (a restart):
@@ -379,40 +334,21 @@ class JobsService:
             if not state.terminal:
                 running += 1
                 continue
-            self.finish(record_from_status(status), state)
+            outcome = self.finish(record_from_status(status), state)
+            self.queue.done(row.job_id, reason=failure_reason(outcome.state), outcome=state.stage)
             finished += 1
         return finished, running
 
-    def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop watching (a restart): running jobs are left to `verify reconcile`."""
-        self._stop.set()
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(timeout)
 
-
-def read_status(hub: Hub, bucket: str, run_prefix: str) -> dict[str, Any] | None:
-    """A run's `job_status.json`, or None if absent or unreadable."""
-    return read_json_object(hub.store, bucket, f"{run_prefix}{STATUS_FILE}")
-
-
-def record_from_status(status: dict[str, Any]) -> RunRecord:
-    known = RunRecord.__dataclass_fields__
-    extra = {k: v for k, v in status.items() if k not in known and k not in _DERIVED}
-    return RunRecord(
-        job_id=str(status["job_id"]),
-        job_url=str(status.get("job_url", "")),
-        kind=str(status.get("kind", "agent")),
-        agent_id=str(status["agent_id"]),
-        submission_bucket=str(status["submission_bucket"]),
-        submission_prefix=str(status["submission_prefix"]),
-        status_bucket=str(status.get("status_bucket") or status["submission_bucket"]),
-        run_prefix=str(status["run_prefix"]),
-        launched_at=str(status.get("launched_at", "")),
-        timeout_s=int(status.get("timeout_s", 0)),
-        extra=extra,
-    )
-
-
-_DERIVED = {"stage", "message", "submission", "summary_file", "finished_at"}
+def _queue_fields(record: RunRecord) -> dict[str, Any]:
+    return {
+        "kind": AGENT,
+        "agent_id": record.agent_id,
+        "job_id": record.job_id,
+        "job_url": record.job_url,
+        "queued_at": record.queued_at or record.launched_at,
+        "attempt": record.attempt,
+        "run": f"hf://buckets/{record.status_bucket}/{record.run_prefix}",
+        "status_bucket": record.status_bucket,
+        "run_prefix": record.run_prefix,
+    }

@@ -20,8 +20,8 @@ from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, StorageUnavailable
-from agenthub.bucketsync.scoring.jobs import read_status
 from agenthub.bucketsync.scoring.quota import LedgerRow, QuotaLedger
+from agenthub.bucketsync.scoring.runs import read_status
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ lock that serializes check → launch → record.
     JobQuota:         the rule: per agent and per hf_user caps over the last 24h
 
 The ledger is re-read under the lock on every launch, never trusted from memory, because
-another worker may have appended to it.
+another worker may have appended to it. A row with `charging: false` is a run the platform
+failed (`platform_error`): it stays in the ledger as a record and counts against no cap.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agenthub.bucketsync.core.locks import Locks
 from agenthub.bucketsync.errors import (
@@ -75,9 +76,12 @@ class LedgerRow:
     # Where the run reports (so `verify reconcile` can finish runs nobody watched).
     status_bucket: str = ""
     run_prefix: str = ""
+    charging: bool = True
+    reason: str = ""  # why a non-charging row is not charged
+    attempt: int = 1
 
     def to_json(self) -> str:
-        row = {
+        row: dict[str, Any] = {
             "ts": self.ts.isoformat().replace("+00:00", "Z"),
             "agent_id": self.agent_id,
             "hf_user": self.hf_user,
@@ -85,6 +89,10 @@ class LedgerRow:
         }
         if self.run_prefix:
             row["status_bucket"], row["run_prefix"] = self.status_bucket, self.run_prefix
+        if not self.charging:
+            row["charging"], row["reason"] = False, self.reason
+        if self.attempt > 1:
+            row["attempt"] = self.attempt
         return json.dumps(row, separators=(",", ":"))
 
 
@@ -116,6 +124,9 @@ class QuotaLedger:
                         job_id=str(raw.get("job_id", "")),
                         status_bucket=str(raw.get("status_bucket", "")),
                         run_prefix=str(raw.get("run_prefix", "")),
+                        charging=raw.get("charging", True) is not False,
+                        reason=str(raw.get("reason", "")),
+                        attempt=int(raw.get("attempt", 1)),
                     )
                 )
             except (ValueError, KeyError, TypeError):
@@ -155,6 +166,29 @@ class JobQuota:
         self._unsaved: list[LedgerRow] = []
         self.write_failures = 0
 
+    def _window(self) -> tuple[datetime, list[LedgerRow]]:
+        """Now and the ledger's rows of the last 24h, with launches not yet saved."""
+        now = self._clock.now()
+        stored = self.ledger.rows()
+        known = {row.job_id for row in stored}
+        rows = stored + [r for r in self._unsaved if r.job_id not in known]
+        return now, [row for row in rows if now - row.ts < WINDOW]
+
+    def _save(self, rows: list[LedgerRow], *, after: str) -> None:
+        try:
+            self.ledger.save(rows)
+            self._unsaved = []
+        except Exception as exc:  # the job is running; keep counting it in memory
+            self.write_failures += 1
+            now = self._clock.now()
+            known = {r.job_id for r in self._unsaved}
+            self._unsaved = [
+                r
+                for r in self._unsaved + [r for r in rows if r.job_id not in known]
+                if now - r.ts < WINDOW
+            ]
+            log.error("quota ledger write failed after %s: %s", after, exc)
+
     def launch(
         self,
         agent_id: str,
@@ -167,13 +201,10 @@ class JobQuota:
         """Check both caps, call `start()` → (job_id, value), and record the launch, all
         under the lock. Over quota → 429 with Retry-After; a failing `start` is not counted."""
         with self.lock.hold():
-            now = self._clock.now()
-            stored = self.ledger.rows()
-            known = {row.job_id for row in stored}
-            rows = [r for r in stored + [r for r in self._unsaved if r.job_id not in known]]
-            live = [row for row in rows if now - row.ts < WINDOW]
-            by_agent = [row for row in live if row.agent_id == agent_id]
-            by_user = [row for row in live if row.hf_user == hf_user]
+            now, live = self._window()
+            charged = [row for row in live if row.charging]
+            by_agent = [row for row in charged if row.agent_id == agent_id]
+            by_user = [row for row in charged if row.hf_user == hf_user]
             for used, cap, what in (
                 (by_agent, self.per_agent, f"agent {agent_id!r}"),
                 (by_user, self.per_user, f"user {hf_user!r}"),
@@ -188,14 +219,55 @@ class JobQuota:
                     )
             job_id, value = start()
             row = LedgerRow(now, agent_id, hf_user, job_id, status_bucket, run_prefix)
-            try:
-                self.ledger.save([*live, row])
-                self._unsaved = []
-            except Exception as exc:  # the job is running; keep counting it in memory
-                self.write_failures += 1
-                self._unsaved = [r for r in [*self._unsaved, row] if now - r.ts < WINDOW]
-                log.error("quota ledger write failed after launching %s: %s", job_id, exc)
+            self._save([*live, row], after=f"launching {job_id}")
             return value, Remaining(
                 agent=max(0, self.per_agent - len(by_agent) - 1),
                 user=max(0, self.per_user - len(by_user) - 1),
             )
+
+    def release(self, job_id: str, reason: str, *, retried_as: LedgerRow | None = None) -> None:
+        """Mark `job_id` non-charging (the platform failed it), and record the run that
+        retries it, if any, in its place: a retry is the same request, so it is charged as
+        that request was, without a second cap check."""
+        with self.lock.hold():
+            _now, live = self._window()
+            rows = [
+                replace(row, charging=False, reason=reason) if row.job_id == job_id else row
+                for row in live
+            ]
+            if retried_as is not None:
+                rows.append(retried_as)
+            self._save(rows, after=f"releasing {job_id}")
+
+    def usage(self, hf_user: str, agent_ids: list[str]) -> dict[str, Any]:
+        """What `hf_user` and each of `agent_ids` have left in the window, and when the
+        next run frees up (the oldest charged launch ageing out; null when none is used)."""
+        now, live = self._window()
+
+        def block(rows: list[LedgerRow], cap: int) -> dict[str, Any]:
+            charged = [row for row in rows if row.charging]
+            oldest = min((row.ts for row in charged), default=None)
+            frees = oldest + WINDOW if oldest is not None else None
+            return {
+                "used": len(charged),
+                "limit": cap,
+                "remaining": max(0, cap - len(charged)),
+                "not_charged": len(rows) - len(charged),
+                "next_free_at": frees.isoformat().replace("+00:00", "Z") if frees else None,
+                "next_free_in_s": round((frees - now).total_seconds(), 3) if frees else None,
+            }
+
+        return {
+            "window_hours": WINDOW.total_seconds() / 3600,
+            "user": {
+                "hf_user": hf_user,
+                **block([r for r in live if r.hf_user == hf_user], self.per_user),
+            },
+            "agents": [
+                {
+                    "agent_id": agent,
+                    **block([r for r in live if r.agent_id == agent], self.per_agent),
+                }
+                for agent in agent_ids
+            ],
+        }

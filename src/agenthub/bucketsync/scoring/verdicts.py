@@ -20,31 +20,21 @@ import logging
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync.board.write import Draft, publish
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
+from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
+from agenthub.bucketsync.results.pins import Located, locate
 from agenthub.bucketsync.results.write import VERIFICATION_INDEX
-from agenthub.bucketsync.scoring.jobs import (
-    STATUS_FILE,
-    read_status,
-)
+from agenthub.bucketsync.runners.base import GUARD_EXCEEDED, SCORE_MISMATCH, SUBMISSION_CHANGED
 from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 log = logging.getLogger(__name__)
 
 LEDGER_PREFIX = "verification_ledger/"
-SUBMISSION_KEYS = ("artifacts", "submission")
-
-
-@dataclass(frozen=True)
-class Located:
-    bucket: str
-    prefix: str
 
 
 def verdict_for(
@@ -60,7 +50,7 @@ def verdict_for(
     rerun = summary.get(score_field)
     details: dict[str, Any] = {"reported": reported, "rerun": rerun, "tolerance": tolerance}
     if isinstance(rerun, bool) or not isinstance(rerun, int | float) or not math.isfinite(rerun):
-        details["reason"] = f"summary.json has no numeric {score_field!r}"
+        details["problem"] = f"summary.json has no numeric {score_field!r}"
         return None, details
     deviation = abs(rerun - reported) / reported
     details["deviation"] = deviation
@@ -73,9 +63,14 @@ def verdict_for(
             guard_cap,
         )
         if isinstance(guard, bool) or not isinstance(guard, int | float):
-            details["reason"] = f"summary.json has no numeric guard {guard_field!r}"
+            details["problem"] = f"summary.json has no numeric guard {guard_field!r}"
             return None, details
-        ok = ok and guard_cap is not None and guard <= guard_cap
+        guarded = guard_cap is not None and guard <= guard_cap
+        if ok and not guarded:
+            details["reason"] = GUARD_EXCEEDED
+        ok = ok and guarded
+    if deviation > tolerance:
+        details["reason"] = SCORE_MISMATCH
     return ("valid" if ok else "invalid"), details
 
 
@@ -114,38 +109,7 @@ class VerdictBook:
 
     def locate(self, author: str, fm: Mapping[str, Any]) -> tuple[Located | None, str]:
         """Where the result's submission lives, or (None, what is wrong)."""
-        value = next((fm[k] for k in SUBMISSION_KEYS if isinstance(fm.get(k), str)), None)
-        if value is None:
-            return None, "its frontmatter names no submission (`artifacts:` or `submission:`)"
-        value = value.strip()
-        own = self.settings.scratch_bucket(author)
-        try:
-            if value.startswith("hf://"):
-                source = self.hub.parse_source(value)
-                if source.agent_id != author:
-                    return None, f"{value} is not in your own scratch bucket {own}"
-                bucket, path = source.bucket, source.path
-            elif value.startswith("artifacts/"):
-                parts = naming.validate_components(value.strip("/"))
-                if len(parts) < 2 or not parts[1].endswith(f"_{author}"):
-                    return None, f"{value} is not one of your artifacts/{{slug}}_{author}/ folders"
-                bucket, path = self.settings.central_bucket, value
-            else:
-                naming.validate_components(value.strip("/"))
-                bucket, path = own, value
-        except InvalidPath as exc:
-            return None, f"{value!r} is not a valid path ({exc.message})"
-        prefix = path.strip("/") + "/"
-        status = read_status(self.hub, bucket, prefix)
-        if status is not None:
-            # A job run folder: follow job_status.json back to the submission it ran.
-            if status.get("submission_bucket") != own or not status.get("submission_prefix"):
-                return None, f"the job run {value} did not run a submission of yours"
-            bucket, prefix = own, str(status["submission_prefix"])
-        files = [e for e in self.hub.store.list(bucket, prefix) if not e.path.endswith(STATUS_FILE)]
-        if not files:
-            return None, f"hf://buckets/{bucket}/{prefix} has no files"
-        return Located(bucket, prefix), ""
+        return locate(self.hub, author, fm)
 
     # -- verdict ----------------------------------------------------------------------------
     def index_fresh(self) -> dict[str, str] | None:
@@ -198,6 +162,15 @@ class VerdictBook:
         self, filename: str, author: str, verdict: str, details: Mapping[str, Any]
     ) -> None:
         field = self.settings.score_field
+        if details.get("reason") == SUBMISSION_CHANGED:
+            paths = ", ".join(f"`{c['path']}` ({c['change']})" for c in details.get("changed", []))
+            body = (
+                f"@{author} your result `{filename}` is **{verdict}**: its submission changed "
+                f"after it was promoted (`{SUBMISSION_CHANGED}`): {paths}. The verifier runs "
+                "exactly what was pinned at promotion; promote a new result for new content.\n"
+            )
+            self.announce(body, refs=[naming.result_path(filename)], kind="verification")
+            return
         body = (
             f"@{author} your result `{filename}` was re-run on the private eval set: "
             f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
@@ -249,7 +222,7 @@ class VerdictBook:
         reported = score_of(record.frontmatter, self.settings.score_field) if record else None
         if reported is None or summary is None:
             self.save_ledger(
-                filename, {**ledger, "state": "undecidable", "reason": "no summary.json or score"}
+                filename, {**ledger, "state": "undecidable", "problem": "no summary.json or score"}
             )
             return "undecidable"
         verdict, details = verdict_for(

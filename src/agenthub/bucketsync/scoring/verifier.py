@@ -7,8 +7,16 @@ set and record a verdict in `results/verification_status.json`.
   folder of the author's scratch bucket, a central `artifacts/{slug}_{author}/` folder, or a
   job run folder whose `job_status.json` points back at the submission it ran. If it cannot
   be located the author is told on the board how to fix it and the result stays pending.
+- Queue: an eligible result waits on the scoring queue (`queue.py`, `GET /v1/queue`) for
+  one of `VERIFIER_CONCURRENCY` slots; a loop thread dispatches it and posts the heartbeat.
+- Pins: when the result has a pin (`results/pins.py`), the pinned files are compared with
+  the folder as it is now (a file changed or vanished → `invalid`, reason
+  `submission_changed`, without a run) and copied by content hash to
+  `verification_submissions/{filename}/` in the audit bucket, which is what the run mounts
+  at /submission: the exact content promoted, whatever the folder holds later.
 - Verdict and recording: `verdicts.py` (`verdict_for`, `VerdictBook`). A failed job leaves
-  the result pending with no announcement.
+  the result pending with no announcement; one the platform failed (`platform_error`) goes
+  back to the head of the queue, up to `JOB_PLATFORM_RETRIES` times.
 - `reconcile()` finishes runs whose watcher never reported (a restart) and half-recorded
   verdicts, through the same code; it is idempotent.
 """
@@ -17,26 +25,40 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.errors import BucketSyncError
+from agenthub.bucketsync.errors import BucketSyncError, StorageUnavailable
 from agenthub.bucketsync.results.leaderboard import score_of
-from agenthub.bucketsync.runners.base import COMPLETED, JobRunnerUnavailable, JobState, Mount
-from agenthub.bucketsync.scoring.jobs import (
+from agenthub.bucketsync.results.pins import Located, changes, read_pin
+from agenthub.bucketsync.runners.base import (
+    COMPLETED,
+    PLATFORM_ERROR,
+    SUBMISSION_CHANGED,
+    SUBMISSION_MISSING,
+    JobRunnerUnavailable,
+    JobState,
+    Mount,
+)
+from agenthub.bucketsync.scoring.jobs import JobsService
+from agenthub.bucketsync.scoring.queue import DONE, QUEUED, VERIFICATION, Entry
+from agenthub.bucketsync.scoring.runs import (
     SUMMARY_FILE,
-    JobsService,
     Outcome,
     RunRecord,
+    failure_reason,
     read_status,
     record_from_status,
 )
-from agenthub.bucketsync.scoring.verdicts import LEDGER_PREFIX, Located, VerdictBook
-from agenthub.bucketsync.storage.base import read_json_object
+from agenthub.bucketsync.scoring.verdicts import LEDGER_PREFIX, VerdictBook
+from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 log = logging.getLogger(__name__)
+
+PINNED_PREFIX = "verification_submissions/"
 
 
 @dataclass
@@ -54,9 +76,68 @@ class Verifier(VerdictBook):
     def __init__(self, hub: Hub, jobs: JobsService) -> None:
         super().__init__(hub)
         self.jobs = jobs
+        self.queue = jobs.queue
         self._lock = threading.Lock()
         self._considering: set[str] = set()
         self.launched = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the loop: heartbeat and dispatch ---------------------------------------------------
+    def start(self) -> None:
+        """Post heartbeats and dispatch the queue (runs queued by other workers or before a
+        restart too) on a daemon thread until `stop()`."""
+        self._thread = threading.Thread(target=self._loop, name="verifier", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        beat_every = self.settings.verifier_heartbeat_s
+        next_beat = 0.0
+        while not self._stop.is_set():
+            try:
+                if self.hub.clock.monotonic() >= next_beat:
+                    self.queue.heartbeat()
+                    next_beat = self.hub.clock.monotonic() + beat_every
+                    self.adopt()
+                self.dispatch()
+            except Exception:
+                log.exception("verifier loop pass failed")
+            self._wake.wait(beat_every)
+            self._wake.clear()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop and say so on the queue (a crash says so by its silence)."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        self._thread = None
+        try:
+            self.queue.heartbeat(stopped=True)
+        except Exception as exc:
+            log.warning("could not post the verifier's last heartbeat: %s", exc)
+
+    def adopt(self) -> None:
+        """Watch the runs of workers that stopped (their watchers died with them): a run
+        that ended meanwhile is finished and decided at once; one whose status cannot be
+        found is queued again."""
+        for entry in self.queue.adopt():
+            if entry["kind"] != VERIFICATION:
+                self.jobs.adopt(entry)
+                continue
+            filename = str(entry["result"])
+            status = read_status(self.hub, self.settings.audit_bucket, self.run_prefix(filename))
+            if status is None or status.get("job_id") != entry.get("job_id"):
+                self.queue.done(filename, reason=PLATFORM_ERROR, retry=True)
+                continue
+            log.warning("adopting the verification run of %s (%s)", filename, entry["job_id"])
+            self.jobs.watch(record_from_status(status), on_done=self.on_run_done)
+
+    def dispatch(self) -> list[str]:
+        """Launch waiting verifications into free slots; returns the results launched."""
+        return self.queue.dispatch(self._start)
 
     def run_prefix(self, filename: str) -> str:
         return f"{self.settings.verification_runs_prefix}{filename}/"
@@ -107,18 +188,89 @@ class Verifier(VerdictBook):
             return "not a champion"
         author = naming.parse_stamped_filename(filename)
         assert author is not None
-        located, problem = self.locate(author[1], fm)
-        if located is None:
-            self.nudge(filename, author[1], problem)
-            self.save_ledger(filename, {"state": "unlocatable", "problem": problem})
-            return "unlocatable"
-        return self._launch(filename, author[1], score, located)
+        if read_pin(self.hub, filename) is None:
+            located, problem = self.locate(author[1], fm)
+            if located is None:
+                self._unlocatable(filename, author[1], problem)
+                return "unlocatable"
+        self.save_ledger(filename, {"state": "queued", "reported": score})
+        self.queue.enqueue(filename, result=filename, agent_id=author[1], reported=score)
+        self._wake.set()
+        return "launched" if filename in self.dispatch() else "queued"
+
+    def _unlocatable(self, filename: str, author: str, problem: str) -> None:
+        self.nudge(filename, author, problem)
+        self.save_ledger(
+            filename, {"state": "unlocatable", "problem": problem, "reason": SUBMISSION_MISSING}
+        )
 
     def _beats(self, score: float, champion: float) -> bool:
         return score > champion if self.settings.score_order == "desc" else score < champion
 
-    def _launch(self, filename: str, author: str, reported: float, located: Located) -> str:
+    def _start(self, entry: Entry) -> dict[str, Any] | None:
+        """Launch one queued verification (the queue's `launch`): the run's fields, None
+        when it ended without a run, or the entry back in the queue after a failed launch."""
+        filename = str(entry["result"])
+        try:
+            return self._launch(filename, entry)
+        except Exception:
+            log.exception("verification run for %s not launched", filename)
+            self.save_ledger(filename, {"state": "failed", "reason": PLATFORM_ERROR})
+            return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
+
+    def _submission(self, filename: str, author: str) -> tuple[Located | None, dict[str, Any]]:
+        """The content to run: the pinned copy when the result has a pin, else the folder
+        as it is now, and what the run's status says about the pin. None when that is
+        impossible (already recorded in the ledger)."""
+        pin = read_pin(self.hub, filename)
+        if pin is None:
+            record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
+            located, problem = self.locate(author, record.frontmatter if record else {})
+            if located is None:
+                self._unlocatable(filename, author, problem)
+            return located, {"pinned_source": None}
+        changed = changes(self.hub, pin)
+        staged = self._stage(filename, pin) if not changed else None
+        if staged is None:
+            self._changed(filename, changed or [{"path": "*", "change": "unavailable"}])
+        return staged, {"pinned_source": pin["source"], "pin_hash": pin["manifest_hash"]}
+
+    def _stage(self, filename: str, pin: Mapping[str, Any]) -> Located | None:
+        """Copy the pinned files by content hash into the audit bucket; None if the store no
+        longer has one of them (it changed after the comparison)."""
+        prefix = f"{PINNED_PREFIX}{filename}/"
+        copies = [
+            (str(pin["bucket"]), str(row["content_hash"]), prefix + str(row["path"]))
+            for row in pin["files"]
+        ]
+        try:
+            self.hub.store.write_batch(self.settings.audit_bucket, Batch(copies=copies))
+        except StorageUnavailable as exc:
+            log.warning("pinned copy of %s failed: %s", filename, exc.message)
+            return None
+        return Located(self.settings.audit_bucket, prefix)
+
+    def _changed(self, filename: str, changed: list[dict[str, str]]) -> None:
+        ledger = {
+            **(self.ledger(filename) or {}),
+            "state": "decided",
+            "verdict": "invalid",
+            "reason": SUBMISSION_CHANGED,
+            "changed": changed[:20],
+            "changed_count": len(changed),
+            "written": None,
+            "announced": False,
+        }
+        self.save_ledger(filename, ledger)
+        self.commit(filename, ledger)
+
+    def _launch(self, filename: str, entry: Entry) -> dict[str, Any] | None:
         s = self.settings
+        author, reported = str(entry["agent_id"]), float(entry["reported"])
+        located, pinned = self._submission(filename, author)
+        if located is None:
+            ledger = self.ledger(filename) or {}
+            return {"state": DONE, "reason": ledger.get("reason"), "outcome": ledger.get("state")}
         run_prefix = self.run_prefix(filename)
         spec = self.jobs.spec(
             [
@@ -140,15 +292,21 @@ class Verifier(VerdictBook):
             run_prefix=run_prefix,
             launched_at=self._now(),
             timeout_s=spec.timeout_s,
-            extra={"result": filename, "reported": reported},
+            extra={"result": filename, "reported": reported, **pinned},
+            queued_at=str(entry.get("queued_at") or ""),
+            attempt=int(entry["attempt"]),
         )
         try:
             self.jobs.check_harness()
             record = self.jobs.launch_run(pending, spec)
         except BucketSyncError as exc:
             log.error("verification run for %s not launched: %s", filename, exc.message)
-            self.save_ledger(filename, {"state": "failed", "message": exc.message})
-            return "launch failed"
+            if int(entry["attempt"]) <= self.jobs.retries:
+                return {"state": QUEUED, "reason": PLATFORM_ERROR}  # the next pass retries
+            self.save_ledger(
+                filename, {"state": "failed", "message": exc.message, "reason": PLATFORM_ERROR}
+            )
+            return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
         self.save_ledger(
             filename,
             {
@@ -158,16 +316,29 @@ class Verifier(VerdictBook):
                 "reported": reported,
                 "run_prefix": run_prefix,
                 "launched_at": record.launched_at,
+                "attempt": record.attempt,
             },
         )
         self.launched += 1
         self.jobs.watch(record, on_done=self.on_run_done)
-        return "launched"
+        return {"job_id": record.job_id, "job_url": record.job_url}
 
     # -- verdict ----------------------------------------------------------------------------
     def on_run_done(self, outcome: Outcome) -> None:
-        filename = str(outcome.record.extra.get("result"))
-        self.decide(filename, outcome.state)
+        record, state = outcome.record, outcome.state
+        filename = str(record.extra.get("result"))
+        reason = failure_reason(state)
+        retry = record.attempt <= self.jobs.retries
+        if reason == PLATFORM_ERROR and state.stage != COMPLETED and retry:
+            ledger = self.ledger(filename) or {}
+            self.save_ledger(filename, {**ledger, "state": "queued", "reason": reason})
+            self.queue.done(filename, reason=reason, retry=True)
+            self.dispatch()
+            return
+        outcome_text = self.decide(filename, state)
+        ledger = self.ledger(filename) or {}
+        self.queue.done(filename, reason=ledger.get("reason"), outcome=outcome_text)
+        self.dispatch()
 
     def decide(self, filename: str, state: JobState) -> str:
         ledger = self.ledger(filename) or {}
@@ -176,7 +347,13 @@ class Verifier(VerdictBook):
         if state.stage != COMPLETED:
             self.save_ledger(
                 filename,
-                {**ledger, "state": "failed", "stage": state.stage, "message": state.message},
+                {
+                    **ledger,
+                    "state": "failed",
+                    "stage": state.stage,
+                    "message": state.message,
+                    "reason": failure_reason(state),
+                },
             )
             return "job failed"
         return self.record(filename, ledger, self._summary(filename))

@@ -141,7 +141,7 @@ class LocalBucketStore:
                                 stack.append(Path(item.path))
                         elif item.is_file(follow_symlinks=False):
                             try:
-                                entries.append(self._entry(base, Path(item.path), item.stat()))
+                                entries.append(self._entry(base, item.path, item.stat()))
                             except FileNotFoundError:
                                 continue  # deleted while listing
         except OSError as exc:
@@ -169,17 +169,20 @@ class LocalBucketStore:
     def write_batch(self, bucket: str, batch: Batch) -> None:
         if self.info(bucket) is None:
             raise StorageUnavailable(f"bucket {bucket} does not exist")
+        # Directories whose new entries are made durable once, when the batch is done: one
+        # fsync per directory instead of one per file (a 2,000-file hash copy took ~8 s).
+        dirty: set[Path] = set()
         try:
             # An object is released outside its own stripe: two stripes are never held.
             for _src_bucket, content_hash, dest in batch.copies:
                 with self._stripe(content_hash):
-                    replaced = self._link_object(bucket, content_hash, dest)
+                    replaced = self._link_object(bucket, content_hash, dest, dirty)
                 self._release(replaced)
             for dest, data in batch.adds:
                 content_hash = hashlib.sha256(data).hexdigest()
                 with self._stripe(content_hash):
                     self._store_object(data, content_hash)
-                    replaced = self._link_object(bucket, content_hash, dest)
+                    replaced = self._link_object(bucket, content_hash, dest, dirty)
                 self._release(replaced)
             for dest in batch.deletes:
                 target = self._file_path(bucket, dest)
@@ -189,6 +192,9 @@ class LocalBucketStore:
                 self._release(last)
         except OSError as exc:
             raise StorageUnavailable(f"write to {bucket} failed: {exc}") from exc
+        finally:
+            for directory in dirty:
+                _fsync_dir(directory)
 
     def append(self, bucket: str, path: str, data: bytes) -> None:
         """Append in place: O(len(data)), however long the file already is."""
@@ -239,18 +245,20 @@ class LocalBucketStore:
         return SweepReport(objects_removed=objects, temps_removed=temps)
 
     # -- internals -------------------------------------------------------------------------
-    def _entry(self, base: Path, path: Path, st: os.stat_result | None = None) -> FileEntry:
-        st = st or path.stat()
+    def _entry(self, base: Path, path: Path | str, st: os.stat_result | None = None) -> FileEntry:
+        # Plain strings, not pathlib: listing 2,000 files spent most of its time in pathlib.
+        path = os.fspath(path)
+        st = st or os.stat(path)
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._hash_lock:
             content_hash = self._hashes.get(key)
         if content_hash is None:
-            content_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+            with open(path, "rb") as handle:
+                content_hash = hashlib.sha256(handle.read()).hexdigest()
             with self._hash_lock:
                 self._hashes[key] = content_hash
-        return FileEntry(
-            path=path.relative_to(base).as_posix(), size=st.st_size, content_hash=content_hash
-        )
+        relative = path[len(os.fspath(base)) + 1 :].replace(os.sep, "/")
+        return FileEntry(path=relative, size=st.st_size, content_hash=content_hash)
 
     def _stripe(self, content_hash: str) -> threading.Lock:
         return self._stripes[int(content_hash[:2], 16) % _STRIPES]
@@ -323,7 +331,9 @@ class LocalBucketStore:
                     path.unlink()
         return True
 
-    def _link_object(self, bucket: str, content_hash: str, dest: str) -> str | None:
+    def _link_object(
+        self, bucket: str, content_hash: str, dest: str, dirty: set[Path]
+    ) -> str | None:
         """Link `dest` to the object; returns the hash of the object it replaced if that
         object may now be unreferenced (for `_release`, outside this hash's stripe)."""
         source = self._object_path(content_hash)
@@ -345,7 +355,7 @@ class LocalBucketStore:
             return None
         os.replace(tmp, target)
         if self._durable:
-            _fsync_dir(target.parent)
+            dirty.add(target.parent)
         return last
 
     def _atomic_write(self, target: Path, data: bytes) -> None:
