@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -134,7 +133,7 @@ def test_an_equal_score_later_does_not_overtake_and_a_better_one_does(site: Site
 
     assert ["leaderboard:overtaken"] not in kinds(site, "agent-1")
     board = site.http.get("/v1/leaderboard").json()["rows"]
-    assert [(r["agent"], r["filename"]) for r in board][0] == ("agent-1", first)
+    assert (board[0]["agent"], board[0]["filename"]) == ("agent-1", first)
 
     result(site, "agent-2", 0.9000001)
 
@@ -313,6 +312,10 @@ def rows(*placed: tuple[str, str, float]) -> Rows:
         ([], rows(("a", "a1", 1)), {}, (None, "a")),
     ],
 )
+def named(standing: derive.Standing | None) -> str | None:
+    return standing.agent if standing else None
+
+
 def test_derive_shift_names_who_was_passed_and_the_champion(
     before: Rows,
     after: Rows,
@@ -322,6 +325,5 @@ def test_derive_shift_names_who_was_passed_and_the_champion(
     found = derive.shift(before, after)
 
     assert {o.owner: [s.agent for s in o.by] for o in found.overtaken} == overtaken
-    named: Callable[[derive.Standing | None], str | None] = lambda s: s.agent if s else None
     change = found.champion
     assert (None if change is None else (named(change.before), named(change.after))) == champion
