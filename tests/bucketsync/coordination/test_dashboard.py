@@ -111,6 +111,6 @@ def test_leaderboard_shows_champion_changes_and_an_agents_landscape_events(
     page.click("#leaderboard a.events-of:has-text('agent-1')")
     page.wait_for_selector("#agent-events li")
     told = page.locator("#agent-events li").all_inner_texts()
-    assert any("overtaken" in t and "passed by agent-2" in t for t in told), told
+    assert any("overtaken" in t and "Passed by agent-2: agent-1 (1 -> 2)" in t for t in told)
     assert page.locator("#agent-events .badge.leaderboard-overtaken").count() == 1
     page.screenshot(path=str(site.home / "landscape.png"), full_page=True)

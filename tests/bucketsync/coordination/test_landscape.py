@@ -85,10 +85,10 @@ def test_overtaking_a_result_wakes_the_overtaken_owners_parked_updates(site: Sit
 
     page = woken[0]
     assert page["watch"]["status"] == "delivered"
-    overtaken = [i for i in page["items"] if "leaderboard:overtaken" in i["reasons"]]
-    assert [i["reasons"] for i in overtaken] == [["leaderboard:overtaken"]]
-    item = overtaken[0]
-    assert item["path"].startswith("events/to/agent-1/")
+    # One event file for the write; agent-1's view of it: passed, and dethroned.
+    assert [i["reasons"] for i in page["items"]] == [["leaderboard:overtaken", "champion:changed"]]
+    item = page["items"][0]
+    assert item["path"].startswith("events/") and item["filename"].endswith("_landscape.md")
     assert item["agent"] == "landscape"
     assert item["trust"]["via"] == "server" and item["trust"]["verified_author"] is False
     details = item["frontmatter"]["overtaken"]
@@ -98,8 +98,7 @@ def test_overtaking_a_result_wakes_the_overtaken_owners_parked_updates(site: Sit
         ("agent-2", theirs, 0.9)
     ]
     assert item["frontmatter"]["cause"] == "result" and item["frontmatter"]["result"] == theirs
-    # The champion changed too: the dethroned agent hears it in the same page.
-    assert ["champion:changed"] in [i["reasons"] for i in page["items"]]
+    assert item["frontmatter"]["to"] == {"agent-1": ["leaderboard:overtaken", "champion:changed"]}
 
 
 def test_the_passer_and_agents_above_it_are_not_told_they_were_overtaken(site: Site) -> None:
@@ -137,7 +136,7 @@ def test_an_equal_score_later_does_not_overtake_and_a_better_one_does(site: Site
 
     result(site, "agent-2", 0.9000001)
 
-    assert kinds(site, "agent-1").count(["leaderboard:overtaken"]) == 1
+    assert kinds(site, "agent-1").count(["leaderboard:overtaken", "champion:changed"]) == 1
 
 
 def test_champion_change_goes_to_notify_all_subscribers_only(site: Site) -> None:
@@ -158,7 +157,7 @@ def test_champion_change_goes_to_notify_all_subscribers_only(site: Site) -> None
     assert len(changes) == 1
     champion = changes[0]["frontmatter"]["champion"]
     assert (champion["before"]["agent"], champion["after"]["agent"]) == ("agent-1", "agent-2")
-    assert changes[0]["path"].startswith("events/all/")
+    assert changes[0]["frontmatter"]["to"] == {}  # heard as a subscriber, not addressed
     # agent-3 follows every champion change; an agent at the default level only its own.
     assert kinds(site, "agent-3") == [["champion:changed"], ["champion:changed"]]
     site.clock.advance(1)
@@ -176,8 +175,7 @@ def test_the_old_and_new_champion_get_the_change_once_each(site: Site) -> None:
     # Crowned by its first result, then dethroned and passed by agent-2's.
     assert kinds(site, "agent-1") == [
         ["champion:changed"],
-        ["champion:changed"],
-        ["leaderboard:overtaken"],
+        ["leaderboard:overtaken", "champion:changed"],
     ]
     assert kinds(site, "agent-2") == [["champion:changed"]]
     assert kinds(site, "agent-3") == []
@@ -203,7 +201,7 @@ def verdict(site: Site, filename: str, rerun: float) -> str:
     [
         (0.9, "valid", [["verification:valid"]]),
         # Its only result invalid, agent-1 is no longer champion: nobody is.
-        (0.2, "invalid", [["champion:changed"], ["verification:invalid"]]),
+        (0.2, "invalid", [["champion:changed", "verification:invalid"]]),
     ],
 )
 def test_a_verdict_reaches_the_results_owner(
@@ -218,7 +216,7 @@ def test_a_verdict_reaches_the_results_owner(
 
     mine = [i for i in woken[0]["items"] if i["path"].startswith("events/")]
     assert [i["reasons"] for i in mine] == reasons
-    assert mine[-1]["frontmatter"]["verification"] == kind
+    assert mine[-1]["frontmatter"]["verification"] == {"owner": "agent-1", "verdict": kind}
     assert mine[-1]["frontmatter"]["result"] == filename
     assert mine[-1]["frontmatter"]["cause"] == "verdict"
     assert [f"verification:{kind}"] not in kinds(site, "agent-2")
@@ -270,7 +268,7 @@ def test_landscape_lists_a_handles_events_with_a_kind_filter(site: Site) -> None
         "champion:changed",  # dethroned by agent-2's
         "leaderboard:overtaken",
     ]
-    assert len(only["items"]) == 1 and only["items"][0].endswith("_leaderboard-overtaken.md")
+    assert len(only["items"]) == 1 and only["items"][0].endswith("_landscape.md")
     assert site.http.get("/v1/landscape", params={"as": "nobody-here"}).status_code == 404
 
 
@@ -282,6 +280,10 @@ def rows(*placed: tuple[str, str, float]) -> Rows:
         Row(i + 1, agent, score, filename, "", "pending", None, None)
         for i, (agent, filename, score) in enumerate(placed)
     ]
+
+
+def named(standing: derive.Standing | None) -> str | None:
+    return standing.agent if standing else None
 
 
 @pytest.mark.parametrize(
@@ -312,10 +314,6 @@ def rows(*placed: tuple[str, str, float]) -> Rows:
         ([], rows(("a", "a1", 1)), {}, (None, "a")),
     ],
 )
-def named(standing: derive.Standing | None) -> str | None:
-    return standing.agent if standing else None
-
-
 def test_derive_shift_names_who_was_passed_and_the_champion(
     before: Rows,
     after: Rows,

@@ -143,8 +143,8 @@ ENDPOINTS = [
         (
             "GET",
             "/v1/landscape",
-            "landscape events (list grammar; kind=): every champion change, or ?as=<handle> "
-            "what that handle gets",
+            "landscape events (list grammar; kind=): every event file, or ?as=<handle> what "
+            "that handle gets, in its own view",
         ),
     ],
 ]
@@ -350,16 +350,17 @@ def landscape_conventions() -> dict[str, Any]:
         "it) or a verdict is written (the board before and after); never by polling",
         "ties": "an equal score ranks behind the earlier result (then the agent id), so "
         "matching someone's best is not passing it; strictly better is",
-        "files": {
-            "to_owner": f"{events.TO}{{handle}}/{{YYYYMMDD-HHmmss-mmm}}_{{kind, : as -}}.md",
-            "champion_changes": f"{events.ALL}{{YYYYMMDD-HHmmss-mmm}}_champion-changed.md "
-            "(the old and new champion also get it under to/, same filename)",
-            "frontmatter": "agent: landscape, via: server, kind, to, cause (result|verdict), "
-            "result, and overtaken {yours, score, rank_before, rank_after, by} | champion "
-            "{before, after} | verification",
-        },
-        "delivery": "/v1/updates items with reasons [<kind>], on the same filename cursor "
-        "as every other item; a parked /v1/updates?wait= wakes for them",
+        "file": f"{events.EVENTS}{{YYYYMMDD-HHmmss-mmm}}_{events.AUTHOR}.md, one per write "
+        "that changed something, server-stamped; addressed in its frontmatter (to: {owner: "
+        "[kinds]}), not by copies, so one file serves every owner it concerns",
+        "frontmatter": "agent: landscape, via: server, cause (result|verdict), result, kinds, "
+        "to, and overtaken {owner: {yours, score, rank_before, rank_after, by}} | champion "
+        "{before, after} | verification {owner, verdict}",
+        "your_view": "/v1/updates and GET /v1/landscape?as= show each owner its own entry "
+        "(frontmatter.overtaken is yours, to has your kinds); GET /v1/landscape without as "
+        "shows whole files",
+        "delivery": "/v1/updates items with reasons [<kinds that concern you>], on the same "
+        "filename cursor as every other item; a parked /v1/updates?wait= wakes for them",
         "levels": {
             "mine": "default: events about your own results and crowns",
             "all": "also every champion:changed (POST /v1/leaderboard/subscribe "

@@ -29,7 +29,7 @@ export function landscapePanel() {
   }
 
   async function refresh() {
-    const page = await get("/landscape", { expand: "true", limit: 10 });
+    const page = await get("/landscape", { expand: "true", limit: 10, kind: "champion:changed" });
     replace(history, page.items.length ? eventList(page.items, { id: "champion-changes" })
       : el("p", { class: "muted" }, "No champion yet."));
   }

@@ -1,22 +1,20 @@
-"""Landscape event kinds and their files in the central bucket.
+"""Landscape event kinds and their file in the central bucket.
 
-One file per event and addressee, written by the server (`via: server`) in one batch per
-write that caused them, all with the batch's one stamp:
+One file per write that changed something, written by the server (`via: server`):
+`events/{stamp}_landscape.md`. The stamp is the server's, so the `/v1/updates` filename
+cursor orders events with every other item. It is addressed in its frontmatter, not by
+copies: `to` maps each owner it concerns to the kinds that concern them (the read-time
+union broadcasts use: one file however many owners, so 256 overtaken agents cost one write,
+not 256). A `champion:changed` also reaches every `notify: all` subscriber.
 
-- `events/to/{owner}/{stamp}_{slug}.md` — for the owner it concerns;
-- `events/all/{stamp}_champion-changed.md` — every champion change, for `notify: all`
-  subscribers of the leaderboard (the old and new champion get a copy under `to/`, with
-  the same filename, so `/v1/updates` delivers it once).
-
-The filename is `{stamp}_{slug}`, so the `/v1/updates` filename cursor orders events with
-every other item, and the kind is read from the name without opening the file. The
-frontmatter carries the details (`kind`, `cause`, `result`, and `overtaken` / `champion` /
-`verification` as the kind needs); the body says it in one sentence.
+Frontmatter: `agent: landscape`, `timestamp`, `via: server`, `cause` (result | verdict),
+`result` (the filename written), `kinds`, `to`, and as the kinds need `overtaken` (owner ->
+{yours, score, rank_before, rank_after, by}), `champion` ({before, after}) and
+`verification` ({owner, verdict}). The body says it in a few lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +22,6 @@ from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.landscape.derive import Shift, Standing
 
 EVENTS = "events/"
-TO = f"{EVENTS}to/"
-ALL = f"{EVENTS}all/"
 SUBSCRIBERS = f"{EVENTS}subscribers/"
 AUTHOR = "landscape"  # the `agent` of every event file; events are the server's
 
@@ -34,89 +30,122 @@ CHAMPION = "champion:changed"
 VALID = "verification:valid"
 INVALID = "verification:invalid"
 KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID)
-_SLUGS = {kind: kind.replace(":", "-") for kind in KINDS}
-_KINDS = {slug: kind for kind, slug in _SLUGS.items()}
+BODY_NAMES = 10  # owners named in the body; the frontmatter has them all
 
 
-def filename(stamp: str, kind: str) -> str:
-    return f"{stamp}_{_SLUGS[kind]}.md"
+def filename(stamp: str) -> str:
+    return naming.message_filename(stamp, AUTHOR)
 
 
-def kind_of(name: str) -> str | None:
-    """The kind an event filename names, or None for anything else."""
-    parsed = naming.parse_stamped_filename(name)
-    return _KINDS.get(parsed[1]) if parsed else None
+def path_of(name: str) -> str:
+    return f"{EVENTS}{name}"
 
 
-def path_for(to: str | None, name: str) -> str:
-    """`events/to/{to}/{name}`, or `events/all/{name}` when `to` is None."""
-    return f"{ALL}{name}" if to is None else f"{TO}{naming.validate_handle(to)}/{name}"
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str
-    to: str | None  # None: everyone who subscribed at `notify: all`
-    fields: dict[str, Any] = field(default_factory=dict)
-    body: str = ""
+def is_event_path(path: str) -> bool:
+    rest = path[len(EVENTS) :] if path.startswith(EVENTS) else ""
+    parsed = naming.parse_stamped_filename(rest) if "/" not in rest else None
+    return parsed is not None and parsed[1] == AUTHOR
 
 
 def _name(standing: Standing | None) -> str:
     return f"{standing.agent} ({standing.score:g})" if standing else "nobody"
 
 
-def from_shift(shift: Shift, *, cause: str, result: str) -> list[Event]:
-    """The events a leaderboard shift makes: one per overtaken owner, and a champion change
-    for everyone plus a copy for the old and the new champion."""
-    common = {"cause": cause, "result": result}
-    found: list[Event] = []
-    for taken in shift.overtaken:
-        by = ", ".join(f"{s.agent}'s {s.filename} ({s.score:g})" for s in taken.by)
-        found.append(
-            Event(
-                OVERTAKEN,
-                taken.owner,
-                common
-                | {
-                    "overtaken": {
-                        "yours": taken.after.filename,
-                        "score": taken.after.score,
-                        "rank_before": taken.before.rank,
-                        "rank_after": taken.after.rank,
-                        "by": [s.wire() for s in taken.by],
-                    }
-                },
-                f"Your best result {taken.after.filename} ({taken.after.score:g}) was passed "
-                f"by {by}: rank {taken.before.rank} -> {taken.after.rank}.\n",
-            )
-        )
-    change = shift.champion
-    if change is not None:
-        details = common | {
-            "champion": {
-                "before": change.before.wire() if change.before else None,
-                "after": change.after.wire() if change.after else None,
-            }
+@dataclass
+class Change:
+    """Everything one write changed, as one event file."""
+
+    cause: str
+    result: str
+    to: dict[str, list[str]] = field(default_factory=dict)
+    overtaken: dict[str, dict[str, Any]] = field(default_factory=dict)
+    champion: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def kinds(self) -> list[str]:
+        present = {kind for kinds in self.to.values() for kind in kinds}
+        if self.champion is not None:
+            present.add(CHAMPION)
+        return [kind for kind in KINDS if kind in present]
+
+    @property
+    def empty(self) -> bool:
+        return not self.kinds
+
+    def address(self, owner: str, kind: str) -> None:
+        kinds = self.to.setdefault(owner, [])
+        if kind not in kinds:
+            kinds.append(kind)
+            kinds.sort(key=KINDS.index)
+
+    def fields(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "cause": self.cause,
+            "result": self.result,
+            "kinds": self.kinds,
+            "to": self.to,
         }
-        body = f"The champion changed: {_name(change.before)} -> {_name(change.after)}.\n"
-        owners = dict.fromkeys(s.agent for s in (change.before, change.after) if s is not None)
-        found.append(Event(CHAMPION, None, details, body))
-        found.extend(Event(CHAMPION, owner, details, body) for owner in owners)
+        if self.overtaken:
+            found["overtaken"] = self.overtaken
+        if self.champion is not None:
+            found["champion"] = self.champion
+        if self.verification is not None:
+            found["verification"] = self.verification
+        return found
+
+    def body(self) -> str:
+        return "".join(f"{line}\n" for line in self.lines)
+
+
+def change(
+    shift: Shift, *, cause: str, result: str, verdict: tuple[str, str] | None = None
+) -> Change:
+    """The event file a write makes: the verdict (owner, valid|invalid) if any, each
+    overtaken owner with its details, and a champion change for the old and new champion
+    (and, at read time, every `notify: all` subscriber)."""
+    found = Change(cause, result)
+    if verdict is not None:
+        owner, value = verdict
+        found.address(owner, VALID if value == "valid" else INVALID)
+        found.verification = {"owner": owner, "verdict": value}
+        found.lines.append(f"The verifier re-ran {owner}'s result {result}: {value}.")
+    for taken in shift.overtaken:
+        found.address(taken.owner, OVERTAKEN)
+        found.overtaken[taken.owner] = {
+            "yours": taken.after.filename,
+            "score": taken.after.score,
+            "rank_before": taken.before.rank,
+            "rank_after": taken.after.rank,
+            "by": [s.wire() for s in taken.by],
+        }
+    if shift.overtaken:
+        named = [
+            f"{t.owner} ({t.before.rank} -> {t.after.rank})" for t in shift.overtaken[:BODY_NAMES]
+        ]
+        more = len(shift.overtaken) - len(named)
+        passers = sorted({s.agent for t in shift.overtaken for s in t.by})
+        found.lines.append(
+            f"Passed by {', '.join(passers)}: {', '.join(named)}"
+            + (f" and {more} more." if more > 0 else ".")
+        )
+    moved = shift.champion
+    if moved is not None:
+        found.champion = {
+            "before": moved.before.wire() if moved.before else None,
+            "after": moved.after.wire() if moved.after else None,
+        }
+        for standing in (moved.before, moved.after):
+            if standing is not None:
+                found.address(standing.agent, CHAMPION)
+        found.lines.append(f"The champion changed: {_name(moved.before)} -> {_name(moved.after)}.")
     return found
 
 
-def verdict(owner: str, result: str, value: str) -> Event:
-    """`verification:valid` / `verification:invalid` for the owner of `result`."""
-    kind = VALID if value == "valid" else INVALID
-    return Event(
-        kind,
-        owner,
-        {"cause": "verdict", "result": result, "verification": value},
-        f"Your result {result} was re-run by the verifier: {value}.\n",
-    )
-
-
-def wake_keys(events: Sequence[Event]) -> list[str]:
-    """`landscape:{owner}` for each addressee, `landscape:all` for the subscribers."""
-    keys = {f"landscape:{e.to}" if e.to is not None else "landscape:all" for e in events}
-    return sorted(keys)
+def wake_keys(found: Change) -> list[str]:
+    """`landscape:{owner}` for each addressee, `landscape:all` for a champion change."""
+    keys = [f"landscape:{owner}" for owner in sorted(found.to)]
+    if found.champion is not None:
+        keys.append("landscape:all")
+    return keys

@@ -1,5 +1,6 @@
-"""Reading landscape events: who each event file is for, an agent's events (what
-`/v1/updates` merges in), and `GET /v1/landscape` in the list grammar."""
+"""Reading landscape events: who each event file is for (from its `to`, read once per
+content hash), an agent's events with their reasons (what `/v1/updates` merges in), the
+per-agent view of a file, and `GET /v1/landscape` in the list grammar."""
 
 from __future__ import annotations
 
@@ -17,71 +18,111 @@ from agenthub.bucketsync.storage.base import FileEntry
 
 @dataclass(frozen=True)
 class Index:
-    """Event filenames → paths, per addressee (`to`) and for everyone (`all`)."""
+    """Event filename -> path and -> every kind it carries; per owner the filenames and
+    kinds addressed to it; the filenames that carry a champion change."""
 
-    to: Mapping[str, Mapping[str, str]]
-    all: Mapping[str, str]
-
-
-def _build(entries: Mapping[str, FileEntry]) -> Index:
-    to: dict[str, dict[str, str]] = {}
-    everyone: dict[str, str] = {}
-    for path in entries:
-        if path.startswith(events.ALL):
-            name = path[len(events.ALL) :]
-            if "/" not in name and events.kind_of(name):
-                everyone[name] = path
-        elif path.startswith(events.TO):
-            owner, _, name = path[len(events.TO) :].partition("/")
-            if "/" not in name and events.kind_of(name):
-                to.setdefault(owner, {})[name] = path
-    return Index(to, everyone)
+    paths: Mapping[str, str]
+    kinds: Mapping[str, list[str]]
+    to: Mapping[str, Mapping[str, list[str]]]
+    champions: frozenset[str]
 
 
 def index(hub: Hub) -> Index:
-    return hub.read_model.derived(events.EVENTS, "landscape:index", _build)
+    def build(entries: Mapping[str, FileEntry]) -> Index:
+        wanted = [path for path in entries if events.is_event_path(path)]
+        paths: dict[str, str] = {}
+        carried: dict[str, list[str]] = {}
+        to: dict[str, dict[str, list[str]]] = {}
+        champions: set[str] = set()
+        for path, record in hub.read_model.records(wanted, events.EVENTS).items():
+            name = record.filename
+            paths[name] = path
+            addressed = record.frontmatter.get("to")
+            for owner, kinds in (addressed if isinstance(addressed, dict) else {}).items():
+                known = [k for k in kinds if k in events.KINDS] if isinstance(kinds, list) else []
+                to.setdefault(str(owner), {})[name] = known
+            kinds_of = record.frontmatter.get("kinds")
+            carried[name] = (
+                [k for k in kinds_of if k in events.KINDS] if isinstance(kinds_of, list) else []
+            )
+            if events.CHAMPION in carried[name]:
+                champions.add(name)
+        return Index(paths, carried, to, frozenset(champions))
+
+    return hub.read_model.derived(events.EVENTS, "landscape:index", build)
 
 
-def for_handle(hub: Hub, handle: str) -> tuple[dict[str, str], bool]:
-    """(filename → path of the events `handle` gets, whether it hears every champion
-    change): its own events, plus `events/all/` at `notify: all`."""
+def for_handle(hub: Hub, handle: str) -> tuple[dict[str, list[str]], bool]:
+    """(event filename -> its reasons for `handle`, whether `handle` hears every champion
+    change): what is addressed to it, plus each champion change at `notify: all`."""
     found = index(hub)
     loud = subscriptions.level(hub, handle) == "all"
-    mine = dict(found.to.get(handle, {}))
+    mine = {name: list(kinds) for name, kinds in found.to.get(handle, {}).items()}
     if loud:
-        for name, path in found.all.items():
-            mine.setdefault(name, path)
+        for name in found.champions:
+            kinds = mine.setdefault(name, [])
+            if events.CHAMPION not in kinds:
+                kinds.append(events.CHAMPION)
+                kinds.sort(key=events.KINDS.index)
     return mine, loud
 
 
-def reasons(name: str) -> list[str]:
-    kind = events.kind_of(name)
-    return [kind] if kind else []
+def paths_for(hub: Hub, names: Mapping[str, object]) -> dict[str, str]:
+    every = index(hub).paths
+    return {name: every[name] for name in names if name in every}
 
 
-def render(record: Record) -> dict[str, Any]:
-    """An event as every read delivers it: the server is its author, its kind its reason."""
-    return render_record(record) | {"agent": events.AUTHOR, "reasons": reasons(record.filename)}
+def render(record: Record, handle: str | None = None) -> dict[str, Any]:
+    """An event as reads deliver it, the server its author; for `handle`, its own view:
+    `overtaken` is its entry and `to` its kinds only (the file holds every owner's)."""
+    shown = render_record(record) | {"agent": events.AUTHOR}
+    fm = record.frontmatter
+    reasons = list(fm.get("kinds") or [])
+    if handle is not None:
+        raw_to, raw_overtaken = fm.get("to"), fm.get("overtaken")
+        addressed: dict[str, Any] = raw_to if isinstance(raw_to, dict) else {}
+        overtaken: dict[str, Any] = raw_overtaken if isinstance(raw_overtaken, dict) else {}
+        mine = list(addressed.get(handle) or [])
+        reasons = mine
+        shown["frontmatter"] = {
+            **{k: v for k, v in fm.items() if k not in ("to", "overtaken")},
+            "to": {handle: mine} if mine else {},
+            **({"overtaken": overtaken[handle]} if handle in overtaken else {}),
+        }
+    return shown | {"reasons": reasons}
 
 
 def list_events(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
-    """`GET /v1/landscape`: every champion change, or with `as=<handle>` what that handle
-    gets (its own events + champion changes at `notify: all`); the list grammar, plus
-    `kind=` (e.g. `kind=leaderboard:overtaken`)."""
-    handle = params.get("as")
-    if handle:
+    """`GET /v1/landscape`: every event file, or with `as=<handle>` what that handle gets
+    (in its own view); the list grammar, plus `kind=` (e.g. `kind=champion:changed`)."""
+    handle = params.get("as") or None
+    kind = params.get("kind") or None
+    if handle is not None:
         access.require_handle(hub, handle)
-        paths, _loud = for_handle(hub, handle)
+        reasons, _loud = for_handle(hub, handle)
     else:
-        paths = dict(index(hub).all)
+        found = index(hub)
+        reasons = {name: [] for name in found.paths}
+    if kind is not None:
+        carried = index(hub).kinds
+        reasons = {
+            name: r
+            for name, r in reasons.items()
+            if kind in (r if handle is not None else carried.get(name, []))
+        }
+    paths = paths_for(hub, reasons)
     listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
-    query = listing.parse_query(
-        params, expand_max=hub.settings.expand_max_limit, extra_fields=("kind",)
-    )
+    query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+
+    def shown(record: Record) -> dict[str, Any]:
+        item = render(record, handle)
+        if handle is not None:
+            item["reasons"] = reasons.get(record.filename, [])
+        return item
+
     return listing.page(
         listed,
         query,
         load=lambda wanted: hub.read_model.records(wanted, events.EVENTS),
-        render=lambda _key, record: render(record),
-        agent_of=lambda _key: events.AUTHOR,
+        render=lambda _key, record: shown(record),
     )

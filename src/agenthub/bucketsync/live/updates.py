@@ -65,9 +65,9 @@ def stream(hub: Hub, handle: str) -> Stream:
         paths.setdefault(filename, path)
         reasons.setdefault(filename, []).append("claim-overlap")
     events, loud_landscape = landscape.for_handle(hub, handle)
-    for filename, path in events.items():
+    for filename, path in landscape.paths_for(hub, events).items():
         paths.setdefault(filename, path)
-        reasons.setdefault(filename, []).extend(landscape.reasons(filename))
+        reasons.setdefault(filename, []).extend(events[filename])
     for filename in directiveviews.directives(hub).records:
         if filename in reasons:
             reasons[filename] = ["directive"]
@@ -97,7 +97,7 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
 
     def render(key: str, record: Record) -> dict[str, Any]:
         shown = (
-            landscape.render(record)
+            landscape.render(record, handle)
             if record.path.startswith(landscape_events.EVENTS)
             else records.render_record(record)
         )

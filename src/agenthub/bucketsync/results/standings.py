@@ -29,7 +29,7 @@ def rows(hub: Hub, index: Mapping[str, str]) -> tuple[Row, ...]:
     return ranking.rows
 
 
-def after_result(hub: Hub, filename: str) -> list[str]:
+def after_result(hub: Hub, filename: str) -> str | None:
     """Events of promoting `filename`: the board now, against the board without it (the
     default board never shows an `invalid` result), so a concurrent promotion's effect
     is its own write's to report, never this one's."""
@@ -38,23 +38,23 @@ def after_result(hub: Hub, filename: str) -> list[str]:
         now = rows(hub, index)
         without = rows(hub, {**index, filename: "invalid"})
         shift = derive.shift(without, now)
-        return publish(hub, events.from_shift(shift, cause="result", result=filename))
+        return publish(hub, events.change(shift, cause="result", result=filename))
     except Exception:  # a result is never refused because its events failed
         log.exception("landscape events failed for result %s", filename)
-        return []
+        return None
 
 
 def after_verdict(
     hub: Hub, filename: str, verdict: str, *, before: Mapping[str, str], after: Mapping[str, str]
-) -> list[str]:
+) -> str | None:
     """Events of writing `verdict` on `filename` (index `before` -> `after`): the verdict
-    for the result's owner, and whatever it moved on the board."""
+    for the result's owner, and whatever it moved on the board, in one event file."""
     try:
         parsed = naming.parse_stamped_filename(filename)
-        found = [events.verdict(parsed[1], filename, verdict)] if parsed else []
         shift = derive.shift(rows(hub, before), rows(hub, after))
-        found += events.from_shift(shift, cause="verdict", result=filename)
+        owner = (parsed[1], verdict) if parsed else None
+        found = events.change(shift, cause="verdict", result=filename, verdict=owner)
         return publish(hub, found)
     except Exception:  # the verdict is written; its events are a courtesy
         log.exception("landscape events failed for the verdict on %s", filename)
-        return []
+        return None
