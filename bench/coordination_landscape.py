@@ -10,7 +10,9 @@ one ranked result per waiter, parks one `GET /v1/updates?as=<handle>&wait=55` pe
   one event file addressed to all 256 (overtaken) + the champion change; the figure is the time from the
   POST's send to each waiter's answer carrying its event;
 - quiet: another agent promotes a result below everyone (no event is written): its POST
-  latency is the baseline the overtaking POST is compared with.
+  latency is the baseline the overtaking POST is compared with;
+- broadcast: an organizer broadcast wakes the same 256 waiters through the existing path
+  (read-time union, `*` wake): the baseline the event wake is compared with.
 
     PYTHONPATH=src python3 bench/coordination_landscape.py [--waiters 256] [--rounds 8]
 """
@@ -24,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -79,13 +82,15 @@ def seed_board(data_dir: Path, waiters: list[str], promoters: list[tuple[str, fl
 
 class UpdateWaiters:
     """One `/v1/updates` long-poll loop per handle on its own lean connection; records
-    when a page carrying a landscape event file arrives."""
+    when a page carrying a landscape event file, or a broadcast, arrives."""
 
     def __init__(self, base: str, handles: list[str]) -> None:
         self.base = base
         self.handles = handles
-        self.arrived: dict[str, float] = {}
-        self.events: dict[str, asyncio.Event] = {h: asyncio.Event() for h in handles}
+        self.arrived: dict[tuple[str, str], float] = {}
+        self.events: dict[tuple[str, str], asyncio.Event] = {
+            (h, kind): asyncio.Event() for h in handles for kind in ("landscape", "broadcast")
+        }
         self.tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -104,9 +109,14 @@ class UpdateWaiters:
                 page = json.loads(body)
                 if page["items"]:
                     cursor = page["cursor"]
-                    if any(name.endswith("_landscape.md") for name in page["items"]):
-                        self.arrived[handle] = time.perf_counter()
-                        self.events[handle].set()
+                    now = time.perf_counter()
+                    for kind, suffix in (
+                        ("landscape", "_landscape.md"),
+                        ("broadcast", "_human-boss.md"),
+                    ):
+                        if any(name.endswith(suffix) for name in page["items"]):
+                            self.arrived[(handle, kind)] = now
+                            self.events[(handle, kind)].set()
         finally:
             await conn.close()
 
@@ -116,21 +126,34 @@ class UpdateWaiters:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def promote(base: str, agent: str) -> tuple[float, float]:
-    """POST /v1/results for `agent`'s r.md; (sent, returned) moments."""
+async def post(
+    base: str, route: str, payload: dict[str, object], token: str | None = None
+) -> tuple[float, float]:
+    """POST `payload` to `route` on a fresh lean connection; (sent, returned) moments."""
     conn = await LeanConnection(base).open()
-    body = json.dumps({"source": f"hf://buckets/{scratch(agent)}/r.md"}).encode()
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     try:
         sent = time.perf_counter()
-        status, answer = await conn.request(
-            "POST", "/v1/results", body, {"Content-Type": "application/json"}
-        )
+        status, answer = await conn.request("POST", route, json.dumps(payload).encode(), headers)
         returned = time.perf_counter()
     finally:
         await conn.close()
     if status != 201:
-        raise RuntimeError(f"POST /v1/results: HTTP {status} {answer[:300]!r}")
+        raise RuntimeError(f"POST {route}: HTTP {status} {answer[:300]!r}")
     return sent, returned
+
+
+def promote(base: str, agent: str) -> Awaitable[tuple[float, float]]:
+    return post(base, "/v1/results", {"source": f"hf://buckets/{scratch(agent)}/r.md"})
+
+
+async def woken(pool: UpdateWaiters, kind: str, sent: float) -> list[float]:
+    """Wait for every waiter's page of `kind`; the wake times from `sent`, in ms."""
+    wanted = [pool.events[(h, kind)] for h in pool.handles]
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in wanted)), timeout=120)
+    return [(pool.arrived[(h, kind)] - sent) * 1000 for h in pool.handles]
 
 
 async def run(waiters: int, rounds: int) -> None:
@@ -142,11 +165,12 @@ async def run(waiters: int, rounds: int) -> None:
         "LONGPOLL_WAKE_SPREAD_THRESHOLD": "1000000",
     }
     wake_ms: list[float] = []
+    broadcast_ms: list[float] = []
     overtaking_post_ms: list[float] = []
     quiet_post_ms: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
-        seed(data, waiters, 0)
+        token = seed(data, waiters, 0)
         seed_board(data, handles, challengers + quiet)
         with servers(data, 1, env) as started:
             base = started[0][1]
@@ -162,15 +186,19 @@ async def run(waiters: int, rounds: int) -> None:
                         event.clear()
                     sent, returned = await promote(base, challengers[k][0])
                     overtaking_post_ms.append((returned - sent) * 1000)
-                    await asyncio.wait_for(
-                        asyncio.gather(*(e.wait() for e in pool.events.values())), timeout=60
-                    )
-                    wake_ms.extend((pool.arrived[h] - sent) * 1000 for h in handles)
+                    wake_ms.extend(await woken(pool, "landscape", sent))
+                    await parked([base], waiters)
+                    body = {"agent_id": "human-boss", "body": f"all hands {k}", "broadcast": True}
+                    sent, _returned = await post(base, "/v1/messages", body, token)
+                    broadcast_ms.extend(await woken(pool, "broadcast", sent))
             finally:
                 await pool.stop()
     ratio = statistics.median(overtaking_post_ms) / statistics.median(quiet_post_ms)
     print(f"== landscape events: 1 worker, {waiters} parked /v1/updates waiters, {rounds} rounds")
     print(f"  overtaken wake (from POST send):      {summary(wake_ms)}")
+    print(f"  broadcast wake (from POST send):      {summary(broadcast_ms)}")
+    wake_ratio = statistics.median(wake_ms) / statistics.median(broadcast_ms)
+    print(f"  wake median ratio event/broadcast:    {wake_ratio:.2f}x")
     print(f"  POST /v1/results, overtaking {waiters}:  {summary(overtaking_post_ms)}")
     print(f"  POST /v1/results, no event (quiet):   {summary(quiet_post_ms)}")
     print(f"  POST median ratio overtaking/quiet:   {ratio:.2f}x")

@@ -94,9 +94,9 @@ def test_overtaking_a_result_wakes_the_overtaken_owners_parked_updates(site: Sit
     details = item["frontmatter"]["overtaken"]
     assert details["yours"] == mine and details["score"] == 0.8
     assert (details["rank_before"], details["rank_after"]) == (1, 2)
-    assert [(b["agent"], b["filename"], b["score"]) for b in details["by"]] == [
-        ("agent-2", theirs, 0.9)
-    ]
+    assert details["by"] == ["agent-2"]
+    passer = item["frontmatter"]["passed_by"]
+    assert [(b["agent"], b["filename"], b["score"]) for b in passer] == [("agent-2", theirs, 0.9)]
     assert item["frontmatter"]["cause"] == "result" and item["frontmatter"]["result"] == theirs
     assert item["frontmatter"]["to"] == {"agent-1": ["leaderboard:overtaken", "champion:changed"]}
 

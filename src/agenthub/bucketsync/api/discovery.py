@@ -351,14 +351,15 @@ def landscape_conventions() -> dict[str, Any]:
         "ties": "an equal score ranks behind the earlier result (then the agent id), so "
         "matching someone's best is not passing it; strictly better is",
         "file": f"{events.EVENTS}{{YYYYMMDD-HHmmss-mmm}}_{events.AUTHOR}.md, one per write "
-        "that changed something, server-stamped; addressed in its frontmatter (to: {owner: "
-        "[kinds]}), not by copies, so one file serves every owner it concerns",
+        "that changed something, server-stamped; addressed by content, not by copies, so one "
+        "event serves every owner it concerns; the overtaken owners' details beside it in "
+        f"{events.EVENTS}{{stamp}}_{events.AUTHOR}/overtaken.json (written first, one batch)",
         "frontmatter": "agent: landscape, via: server, cause (result|verdict), result, kinds, "
-        "to, and overtaken {owner: {yours, score, rank_before, rank_after, by}} | champion "
-        "{before, after} | verification {owner, verdict}",
-        "your_view": "/v1/updates and GET /v1/landscape?as= show each owner its own entry "
-        "(frontmatter.overtaken is yours, to has your kinds); GET /v1/landscape without as "
-        "shows whole files",
+        "to {owner: [kinds]} (champions, the verdict's owner), overtaken_count, passed_by "
+        "[standings], champion {before, after}, verification {owner, verdict}",
+        "your_view": "/v1/updates and GET /v1/landscape?as= show each owner its own view: "
+        "frontmatter.to has your kinds, frontmatter.overtaken your entry {yours, score, "
+        "rank_before, rank_after, by}; GET /v1/landscape without as shows the events as stored",
         "delivery": "/v1/updates items with reasons [<kinds that concern you>], on the same "
         "filename cursor as every other item; a parked /v1/updates?wait= wakes for them",
         "levels": {

@@ -1,20 +1,26 @@
 """Landscape event kinds and their file in the central bucket.
 
-One file per write that changed something, written by the server (`via: server`):
-`events/{stamp}_landscape.md`. The stamp is the server's, so the `/v1/updates` filename
-cursor orders events with every other item. It is addressed in its frontmatter, not by
-copies: `to` maps each owner it concerns to the kinds that concern them (the read-time
-union broadcasts use: one file however many owners, so 256 overtaken agents cost one write,
-not 256). A `champion:changed` also reaches every `notify: all` subscriber.
+One event per write that changed something, written by the server (`via: server`) in one
+batch: `events/{stamp}_landscape.md`, and, when someone was overtaken, its details beside
+it in `events/{stamp}_landscape/overtaken.json` (written first, so the event is never
+visible without them). The stamp is the server's, so the `/v1/updates` filename cursor
+orders events with every other item. It is addressed by content, not by copies (the
+read-time union broadcasts use): one event however many owners, so 256 overtaken agents
+cost one write, not 256 — and their details are JSON, because YAML frontmatter for 256
+owners took ~1 s to write and read back. A `champion:changed` also reaches every
+`notify: all` subscriber.
 
 Frontmatter: `agent: landscape`, `timestamp`, `via: server`, `cause` (result | verdict),
-`result` (the filename written), `kinds`, `to`, and as the kinds need `overtaken` (owner ->
-{yours, score, rank_before, rank_after, by}), `champion` ({before, after}) and
-`verification` ({owner, verdict}). The body says it in a few lines.
+`result` (the filename written), `kinds`, `to` (owner -> kinds, for the champions and the
+verdict's owner), `overtaken_count`, `passed_by` (the results that passed, as standings),
+and as the kinds need `champion` ({before, after}) and `verification` ({owner, verdict}).
+`overtaken.json`: {owner: {yours, score, rank_before, rank_after, by: [agents]}}. The body
+says it in a few lines.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +47,11 @@ def path_of(name: str) -> str:
     return f"{EVENTS}{name}"
 
 
+def details_path(name: str) -> str:
+    """Where the overtaken owners' details of event `name` live."""
+    return f"{EVENTS}{name.removesuffix('.md')}/overtaken.json"
+
+
 def is_event_path(path: str) -> bool:
     rest = path[len(EVENTS) :] if path.startswith(EVENTS) else ""
     parsed = naming.parse_stamped_filename(rest) if "/" not in rest else None
@@ -59,6 +70,7 @@ class Change:
     result: str
     to: dict[str, list[str]] = field(default_factory=dict)
     overtaken: dict[str, dict[str, Any]] = field(default_factory=dict)
+    passed_by: dict[str, dict[str, Any]] = field(default_factory=dict)
     champion: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
     lines: list[str] = field(default_factory=list)
@@ -68,6 +80,8 @@ class Change:
         present = {kind for kinds in self.to.values() for kind in kinds}
         if self.champion is not None:
             present.add(CHAMPION)
+        if self.overtaken:
+            present.add(OVERTAKEN)
         return [kind for kind in KINDS if kind in present]
 
     @property
@@ -86,9 +100,10 @@ class Change:
             "result": self.result,
             "kinds": self.kinds,
             "to": self.to,
+            "overtaken_count": len(self.overtaken),
         }
-        if self.overtaken:
-            found["overtaken"] = self.overtaken
+        if self.passed_by:
+            found["passed_by"] = list(self.passed_by.values())
         if self.champion is not None:
             found["champion"] = self.champion
         if self.verification is not None:
@@ -97,6 +112,12 @@ class Change:
 
     def body(self) -> str:
         return "".join(f"{line}\n" for line in self.lines)
+
+    def details(self) -> bytes | None:
+        """`overtaken.json`, or None when nobody was overtaken."""
+        if not self.overtaken:
+            return None
+        return json.dumps(self.overtaken, sort_keys=True, separators=(",", ":")).encode()
 
 
 def change(
@@ -112,14 +133,15 @@ def change(
         found.verification = {"owner": owner, "verdict": value}
         found.lines.append(f"The verifier re-ran {owner}'s result {result}: {value}.")
     for taken in shift.overtaken:
-        found.address(taken.owner, OVERTAKEN)
         found.overtaken[taken.owner] = {
             "yours": taken.after.filename,
             "score": taken.after.score,
             "rank_before": taken.before.rank,
             "rank_after": taken.after.rank,
-            "by": [s.wire() for s in taken.by],
+            "by": [s.agent for s in taken.by],
         }
+        for passer in taken.by:
+            found.passed_by[passer.agent] = passer.wire()
     if shift.overtaken:
         named = [
             f"{t.owner} ({t.before.rank} -> {t.after.rank})" for t in shift.overtaken[:BODY_NAMES]
@@ -145,7 +167,7 @@ def change(
 
 def wake_keys(found: Change) -> list[str]:
     """`landscape:{owner}` for each addressee, `landscape:all` for a champion change."""
-    keys = [f"landscape:{owner}" for owner in sorted(found.to)]
+    keys = [f"landscape:{owner}" for owner in sorted({*found.to, *found.overtaken})]
     if found.champion is not None:
         keys.append("landscape:all")
     return keys

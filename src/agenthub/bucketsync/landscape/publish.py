@@ -1,5 +1,6 @@
-"""Writing a landscape event file: one server stamp, one file per write that changed
-something (`events.py`), written through the central bucket, then its addressees woken."""
+"""Writing a landscape event: one server stamp, one event per write that changed something
+(`events.py`: the event and its overtaken details, one batch), written through the
+central bucket, then its addressees woken."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ def publish(hub: Hub, found: Change) -> str | None:
         "via": "server",
         **found.fields(),
     }
-    path = events.path_of(events.filename(stamp))
-    hub.write_central([(path, frontmatter.render(head, found.body()))])
+    name = events.filename(stamp)
+    path = events.path_of(name)
+    details = found.details()
+    ahead = [(events.details_path(name), details)] if details is not None else []
+    # The details go first: the event (last in the batch) is never visible without them.
+    hub.write_central([*ahead, (path, frontmatter.render(head, found.body()))])
     if hub.notifier is not None:
         hub.notifier.wake(events.wake_keys(found))
     return path

@@ -1,9 +1,10 @@
-"""Reading landscape events: who each event file is for (from its `to`, read once per
-content hash), an agent's events with their reasons (what `/v1/updates` merges in), the
-per-agent view of a file, and `GET /v1/landscape` in the list grammar."""
+"""Reading landscape events: who each event is for (its `to` and its overtaken details,
+read once per listing version), an agent's events with their reasons (what `/v1/updates`
+merges in), the per-agent view of an event, and `GET /v1/landscape` in the list grammar."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,11 @@ def index(hub: Hub) -> Index:
             for owner, kinds in (addressed if isinstance(addressed, dict) else {}).items():
                 known = [k for k in kinds if k in events.KINDS] if isinstance(kinds, list) else []
                 to.setdefault(str(owner), {})[name] = known
+            for owner in details(hub, record):
+                mine = to.setdefault(owner, {}).setdefault(name, [])
+                if events.OVERTAKEN not in mine:
+                    mine.append(events.OVERTAKEN)
+                    mine.sort(key=events.KINDS.index)
             kinds_of = record.frontmatter.get("kinds")
             carried[name] = (
                 [k for k in kinds_of if k in events.KINDS] if isinstance(kinds_of, list) else []
@@ -67,27 +73,42 @@ def for_handle(hub: Hub, handle: str) -> tuple[dict[str, list[str]], bool]:
     return mine, loud
 
 
+def details(hub: Hub, record: Record) -> dict[str, Any]:
+    """The overtaken owners' details of event `record` ({} when nobody was overtaken or
+    the file is unreadable)."""
+    if not record.frontmatter.get("overtaken_count"):
+        return {}
+    found = hub.read_model.record(events.details_path(record.filename), events.EVENTS)
+    try:
+        loaded = json.loads(found.body) if found is not None else {}
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
 def paths_for(hub: Hub, names: Mapping[str, object]) -> dict[str, str]:
     every = index(hub).paths
     return {name: every[name] for name in names if name in every}
 
 
-def render(record: Record, handle: str | None = None) -> dict[str, Any]:
+def render(hub: Hub, record: Record, handle: str | None = None) -> dict[str, Any]:
     """An event as reads deliver it, the server its author; for `handle`, its own view:
-    `overtaken` is its entry and `to` its kinds only (the file holds every owner's)."""
+    `to` holds its kinds only and `overtaken` its entry of `overtaken.json`."""
     shown = render_record(record) | {"agent": events.AUTHOR}
     fm = record.frontmatter
     reasons = list(fm.get("kinds") or [])
     if handle is not None:
-        raw_to, raw_overtaken = fm.get("to"), fm.get("overtaken")
+        raw_to = fm.get("to")
         addressed: dict[str, Any] = raw_to if isinstance(raw_to, dict) else {}
-        overtaken: dict[str, Any] = raw_overtaken if isinstance(raw_overtaken, dict) else {}
         mine = list(addressed.get(handle) or [])
+        overtaken = details(hub, record).get(handle)
+        if overtaken is not None and events.OVERTAKEN not in mine:
+            mine = sorted([*mine, events.OVERTAKEN], key=events.KINDS.index)
         reasons = mine
         shown["frontmatter"] = {
-            **{k: v for k, v in fm.items() if k not in ("to", "overtaken")},
+            **{k: v for k, v in fm.items() if k != "to"},
             "to": {handle: mine} if mine else {},
-            **({"overtaken": overtaken[handle]} if handle in overtaken else {}),
+            **({"overtaken": overtaken} if overtaken is not None else {}),
         }
     return shown | {"reasons": reasons}
 
@@ -115,7 +136,7 @@ def list_events(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
 
     def shown(record: Record) -> dict[str, Any]:
-        item = render(record, handle)
+        item = render(hub, record, handle)
         if handle is not None:
             item["reasons"] = reasons.get(record.filename, [])
         return item

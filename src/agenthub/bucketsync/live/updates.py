@@ -97,7 +97,7 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
 
     def render(key: str, record: Record) -> dict[str, Any]:
         shown = (
-            landscape.render(record, handle)
+            landscape.render(hub, record, handle)
             if record.path.startswith(landscape_events.EVENTS)
             else records.render_record(record)
         )
