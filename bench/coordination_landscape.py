@@ -33,6 +33,7 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agenthub.bucketsync.core import frontmatter, naming
+from agenthub.bucketsync.identity.local import add_user
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from bench._lean import LeanConnection
@@ -112,9 +113,9 @@ class UpdateWaiters:
                     now = time.perf_counter()
                     for kind, suffix in (
                         ("landscape", "_landscape.md"),
-                        ("broadcast", "_human-boss.md"),
+                        ("broadcast", "_human-"),
                     ):
-                        if any(name.endswith(suffix) for name in page["items"]):
+                        if any(suffix in name for name in page["items"]):
                             self.arrived[(handle, kind)] = now
                             self.events[(handle, kind)].set()
         finally:
@@ -170,7 +171,9 @@ async def run(waiters: int, rounds: int) -> None:
     quiet_post_ms: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
-        token = seed(data, waiters, 0)
+        seed(data, waiters, 0)
+        # Raw posts are limited to 5 a minute per author: one organizer per broadcast.
+        tokens = [add_user(data / "users.json", f"boss{k}", role="admin") for k in range(rounds)]
         seed_board(data, handles, challengers + quiet)
         with servers(data, 1, env) as started:
             base = started[0][1]
@@ -188,8 +191,12 @@ async def run(waiters: int, rounds: int) -> None:
                     overtaking_post_ms.append((returned - sent) * 1000)
                     wake_ms.extend(await woken(pool, "landscape", sent))
                     await parked([base], waiters)
-                    body = {"agent_id": "human-boss", "body": f"all hands {k}", "broadcast": True}
-                    sent, _returned = await post(base, "/v1/messages", body, token)
+                    body = {
+                        "agent_id": f"human-boss{k}",
+                        "body": f"all hands {k}",
+                        "broadcast": True,
+                    }
+                    sent, _returned = await post(base, "/v1/messages", body, tokens[k])
                     broadcast_ms.extend(await woken(pool, "broadcast", sent))
             finally:
                 await pool.stop()
