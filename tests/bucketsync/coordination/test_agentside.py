@@ -3,6 +3,7 @@ over stdio) and the Python `WatchClient`, against a live server on a free port."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -107,4 +108,82 @@ def test_watch_client_coordination_errors_carry_the_server_error(server: Server)
 
     assert failure.value.status == 404
     assert failure.value.body["error"]["code"] == "NOT_FOUND"
+    client.close()
+
+
+def promote_result(server: Server, agent: str, score: float) -> str:
+    world = server.world
+    path = f"results/{agent}-{score}.md"
+    text = f"---\nscore: {score}\nmethod: m\nstatus: agent-run\ndescription: d\n---\n{agent}\n"
+    assert world.put(agent, path, text).status_code == 201
+    answer = world.client.post("/v1/results", json={"source": world.uri(agent, path)})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["filename"])
+
+
+def test_collab_watch_sh_wakes_on_a_landscape_event_unchanged(server: Server) -> None:
+    promote_result(server, "agent-1", 0.8)
+    crowned = server.run(server.base, "agent-1", "updates")  # one delivery, then it exits
+    assert crowned.returncode == 0, crowned.stderr
+    assert [i["reasons"] for i in json.loads(crowned.stdout)["items"]] == [["champion:changed"]]
+    watcher = server.start(server.base, "agent-1")
+    server.parked()
+
+    theirs = promote_result(server, "agent-2", 0.9)
+    out, err = watcher.communicate(timeout=20)
+
+    assert watcher.returncode == 0, err
+    items = json.loads(out)["items"]
+    assert sorted(r for i in items for r in i["reasons"]) == [
+        "champion:changed",
+        "leaderboard:overtaken",
+    ]
+    assert {i["frontmatter"]["result"] for i in items} == {theirs}
+    assert server.cursor("updates") == max(i["filename"] for i in items)
+
+
+def test_mcp_subscribes_to_the_leaderboard_and_lists_landscape_events(server: Server) -> None:
+    promote_result(server, "agent-2", 0.5)
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        subscribed = payload(await session.call_tool("subscribe_leaderboard", {"notify": "all"}))
+        promote_result(server, "agent-2", 0.6)  # no change: agent-2 stays champion
+        promote_result(server, "agent-1", 0.9)  # agent-1 takes the crown from agent-2
+        listed = payload(await session.call_tool("landscape", {}))
+        only = payload(await session.call_tool("landscape", {"kind": "champion:changed"}))
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        return {"subscribed": subscribed, "listed": listed, "only": only, "tools": tools}
+
+    seen = with_mcp(mcp_env(server), body)
+
+    assert seen["subscribed"]["notify"] == "all" and seen["subscribed"]["handle"] == "agent-1"
+    reasons = [i["reasons"] for i in seen["listed"]["items"]]
+    # Newest first: agent-1's crown, then agent-2's (heard at notify: all).
+    assert reasons == [["champion:changed"], ["champion:changed"]]
+    assert len(seen["only"]["items"]) == 2
+    assert "leaderboard:overtaken" in (seen["tools"]["wait_for_updates"].description or "")
+
+
+def test_watch_client_subscribes_and_reads_its_landscape(server: Server) -> None:
+    world = server.world
+    client = WatchClient(server.base, "agent-1", state_dir=server.state, wait_s=5)
+    world.put("agent-1", "proof.md", "ok")
+    mine = promote_result(server, "agent-1", 0.7)
+
+    subscribed = client.subscribe_leaderboard(world.uri("agent-1", "proof.md"), notify="mine")
+    promote_result(server, "agent-2", 0.8)
+    overtaken = client.landscape(kind="leaderboard:overtaken")
+
+    assert subscribed == {
+        "handle": "agent-1",
+        "notify": "mine",
+        "changed": True,
+        "path": "events/subscribers/agent-1.md",
+    }
+    (item,) = overtaken["items"]
+    assert item["frontmatter"]["overtaken"]["yours"] == mine
+    assert item["trust"]["via"] == "server"
+    with pytest.raises(WatchError) as failure:
+        client.subscribe_leaderboard(world.uri("agent-1", "proof.md"), notify="loud")
+    assert failure.value.status == 400
     client.close()

@@ -1,5 +1,5 @@
-"""The dashboard's claims view and directive roster in Chromium, against a live
-bucket-sync on the local store; an organizer posts a directive from the page."""
+"""The dashboard's claims view, directive roster and landscape events in Chromium, against
+a live bucket-sync on the local store; an organizer posts a directive from the page."""
 
 from __future__ import annotations
 
@@ -90,3 +90,27 @@ def test_an_organizer_posts_a_directive_from_the_dashboard(site: Site, browser: 
     pinned = site.http.get("/v1/digest", params={"as": "agent-1"}).json()["directives"]
     assert pinned["items"][0]["body"].strip() == "Everyone: rerun with seed 7."
     assert pinned["items"][0]["agent"] == "human-boss"
+
+
+def test_leaderboard_shows_champion_changes_and_an_agents_landscape_events(
+    site: Site, browser: Any
+) -> None:
+    for agent, score in (("agent-1", 0.8), ("agent-2", 0.9)):
+        site.clock.advance(1)
+        text = f"---\nscore: {score}\nmethod: m\nstatus: agent-run\ndescription: d\n---\n{agent}\n"
+        assert site.world.put(agent, "r.md", text).status_code == 201
+        posted = site.http.post("/v1/results", json={"source": site.world.uri(agent, "r.md")})
+        assert posted.status_code == 201, posted.text
+
+    page = open_page(site, browser, "#/leaderboard")
+    page.wait_for_selector("#champion-changes li")
+
+    changes = page.locator("#champion-changes li").all_inner_texts()
+    assert len(changes) == 2
+    assert "agent-1 (0.8) -> agent-2 (0.9)" in changes[0] and "nobody -> agent-1" in changes[1]
+    page.click("#leaderboard a.events-of:has-text('agent-1')")
+    page.wait_for_selector("#agent-events li")
+    told = page.locator("#agent-events li").all_inner_texts()
+    assert any("overtaken" in t and "Passed by agent-2: agent-1 (1 -> 2)" in t for t in told)
+    assert page.locator("#agent-events .badge.leaderboard-overtaken").count() == 1
+    page.screenshot(path=str(site.home / "landscape.png"), full_page=True)

@@ -1,7 +1,8 @@
-"""Claims and directives across two real `agenthub bucketsync serve` processes sharing one
-data directory and one Redis: an overlapping claim made on one worker wakes the earlier
-owner parked on the other, and a directive and its ack written on one are pinned and
-unpinned on the other."""
+"""Claims, directives and landscape events across two real `agenthub bucketsync serve`
+processes sharing one data directory and one Redis: an overlapping claim made on one worker
+wakes the earlier owner parked on the other, a directive and its ack written on one are
+pinned and unpinned on the other, and a result promoted on one wakes the owner it overtook
+parked on the other."""
 
 from __future__ import annotations
 
@@ -75,3 +76,39 @@ def test_a_directive_and_its_ack_on_one_worker_are_seen_on_the_other(
         assert time.monotonic() < deadline, "worker B still pins an acked directive"
         time.sleep(0.05)
     assert b.client.get(f"/v1/directives/{directive}").json()["acked"] == ["agent-1"]
+
+
+def promote_result(world: HttpWorld, agent: str, score: float) -> str:
+    text = f"---\nscore: {score}\nmethod: m\nstatus: agent-run\ndescription: d\n---\n{agent}\n"
+    assert world.put(agent, f"results/{score}.md", text).status_code == 201
+    answer = world.client.post(
+        "/v1/results", json={"source": world.uri(agent, f"results/{score}.md")}
+    )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["filename"])
+
+
+def test_an_overtaking_result_on_one_worker_wakes_the_owner_parked_on_the_other(
+    two_workers: tuple[HttpWorld, HttpWorld],
+) -> None:
+    a, b = two_workers
+    a.agent("agent-1")
+    a.agent("agent-2")
+    mine = promote_result(a, "agent-1", 0.8)
+    cursor = b.client.get("/v1/updates", params={"as": "agent-1"}).json()["cursor"]
+    params = {"as": "agent-1", "wait": "20", "expand": "true", "order": "asc"} | (
+        {"after": cursor} if cursor else {}
+    )
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        parked = pool.submit(b.client.get, "/v1/updates", params=params)
+        deadline = time.monotonic() + 10
+        while b.client.get("/v1/healthz").json()["longpoll"]["parked"] < 1:
+            assert time.monotonic() < deadline, "the waiter never parked on worker B"
+            time.sleep(0.02)
+        theirs = promote_result(a, "agent-2", 0.9)
+        page = parked.result(timeout=15).json()
+
+    assert page["watch"]["status"] == "delivered"
+    overtaken = [i for i in page["items"] if "leaderboard:overtaken" in i["reasons"]]
+    assert [i["frontmatter"]["overtaken"]["yours"] for i in overtaken] == [mine]
+    assert overtaken[0]["frontmatter"]["result"] == theirs

@@ -244,6 +244,19 @@ class AgentSession:
             self.http.post(f"/v1/directives/{filename}/ack", json={"source": self._uri(target)})
         )
 
+    def subscribe_leaderboard(self, notify: str = "all") -> dict[str, Any]:
+        """Set the leaderboard level, proving bucket control with a small file written there."""
+        target = "mcp/leaderboard-subscription.md"
+        self.writer.write(self.config.scratch_bucket, target, f"notify {notify}\n".encode())
+        body = {"source": self._uri(target), "notify": notify}
+        return self._json(self.http.post("/v1/leaderboard/subscribe", json=body))
+
+    def landscape(self, kind: str | None = None, limit: int = 20) -> dict[str, Any]:
+        params = {"as": self.config.agent_id, "expand": "true", "limit": str(limit)}
+        if kind:
+            params["kind"] = kind
+        return self._json(self.http.get("/v1/landscape", params=params))
+
     # -- helpers ----------------------------------------------------------------------
     def _watcher(self) -> WatchClient:
         if self._watch is None:
@@ -307,7 +320,8 @@ INBOX_DOC = (
 )
 WAIT_DOC = (
     "Block until something new arrives for you (mail, directives, claim overlaps, channel "
-    "posts) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
+    "posts, landscape events: `leaderboard:overtaken`, `champion:changed`, "
+    "`verification:valid|invalid` in `reasons`) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
     f"again to keep waiting. {DATA_NOT_INSTRUCTIONS}"
 )
 CLAIM_DOC = (
@@ -319,6 +333,16 @@ CLAIM_DOC = (
 CLAIMS_DOC = (
     "Claims of what agents are trying now (`live`), newest first, expanded. "
     f"{DATA_NOT_INSTRUCTIONS}"
+)
+SUBSCRIBE_DOC = (
+    "Choose which leaderboard events reach `wait_for_updates`: `notify: mine` (default) "
+    "brings only events about your results (you were overtaken, your crown, a verdict on "
+    "your result); `all` adds every champion change."
+)
+LANDSCAPE_DOC = (
+    "Your landscape events, newest first, expanded: who passed your best result, champion "
+    "changes, verdicts on your results (`kind` filters, e.g. `leaderboard:overtaken`). "
+    "The server writes them (`via: server`); react by improving or re-checking your work."
 )
 DIRECTIVES_DOC = (
     "The organizers' directives you have not acknowledged yet, newest first; each stays "
@@ -412,6 +436,14 @@ def build_server(session: AgentSession) -> Any:
         """Acknowledge the directive `filename` once you have read and will follow it; it
         then stops being pinned in your digest and updates. Acking twice is harmless."""
         return await call(session.ack_directive, filename)
+
+    @server.tool(description=SUBSCRIBE_DOC)
+    async def subscribe_leaderboard(notify: str = "all") -> dict[str, Any]:
+        return await call(session.subscribe_leaderboard, notify)
+
+    @server.tool(description=LANDSCAPE_DOC)
+    async def landscape(kind: str | None = None, limit: int = 20) -> dict[str, Any]:
+        return await call(session.landscape, kind, limit)
 
     return server
 

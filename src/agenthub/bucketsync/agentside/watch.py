@@ -323,6 +323,19 @@ class WatchClient:
         that you are its owner). Acking twice changes nothing."""
         return self._call("POST", f"/v1/directives/{filename}/ack", json={"source": source})
 
+    def subscribe_leaderboard(self, source: str, notify: str = "all") -> dict[str, Any]:
+        """Set which landscape events reach your updates: `all` adds every champion change
+        to the events about your own results (`mine`, the default level)."""
+        return self._call(
+            "POST", "/v1/leaderboard/subscribe", json={"source": source, "notify": notify}
+        )
+
+    def landscape(self, **params: str) -> Page:
+        """This handle's landscape events (overtaken, champion changes, verdicts), expanded
+        (list grammar; `kind=`)."""
+        query = {"as": self.handle, "expand": "true", **params}
+        return self._call("GET", "/v1/landscape", params=query)
+
     def close(self) -> None:
         if self.http is not None:
             self.http.close()

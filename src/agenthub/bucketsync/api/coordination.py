@@ -1,4 +1,5 @@
-"""`/v1/*` routes of coordination (issue 18): experiment claims and directives with acks."""
+"""`/v1/*` routes of coordination (issue 18): experiment claims, directives with acks, and
+landscape events (the leaderboard subscription and `GET /v1/landscape`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from agenthub.bucketsync.claims import read as claims
 from agenthub.bucketsync.claims import write as claiming
 from agenthub.bucketsync.directives import read as directives
 from agenthub.bucketsync.directives import write as directing
+from agenthub.bucketsync.landscape import read as landscape
+from agenthub.bucketsync.landscape import subscriptions
 
 router = APIRouter(prefix="/v1", responses=ERRORS)
 
@@ -22,6 +25,12 @@ class DirectiveBody(BaseModel):
     agent_id: str
     body: str
     supersedes: str | None = None
+
+
+class LeaderboardSubscribeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    notify: str | None = None
 
 
 @router.post("/claims", status_code=201)
@@ -68,3 +77,15 @@ def ack_directive(filename: str, body: SourceBody, request: Request) -> dict[str
     return directing.ack(
         hub_of(request), filename, source=body.source, caller_info=caller_info(request)
     )
+
+
+@router.post("/leaderboard/subscribe")
+def subscribe_leaderboard(body: LeaderboardSubscribeBody, request: Request) -> dict[str, Any]:
+    return subscriptions.subscribe(
+        hub_of(request), source=body.source, notify=body.notify, caller_info=caller_info(request)
+    )
+
+
+@router.get("/landscape")
+def list_landscape(request: Request) -> dict[str, Any]:
+    return landscape.list_events(hub_of(request), dict(request.query_params))

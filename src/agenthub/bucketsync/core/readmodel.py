@@ -35,6 +35,7 @@ DEFAULT_FOLDERS = (
     "traces/",
     "claims/",
     "acks/",
+    "events/",
 )
 
 

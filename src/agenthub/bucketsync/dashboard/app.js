@@ -4,6 +4,7 @@ import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
 import { scoreChart, seriesFrom } from "./chart.js";
 import { coordinationPages } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
+import { landscapePanel } from "./landscape.js";
 import { renderMarkdown } from "./markdown.js";
 
 const state = { config: { poll_s: 30 }, me: null, page: null, timer: null };
@@ -94,18 +95,23 @@ const pages = {
     title: "Leaderboard",
     mount(root) {
       this.data = el("div");
-      root.append(el("h2", {}, "Leaderboard"), this.data);
+      this.landscape = landscapePanel();
+      root.append(el("h2", {}, "Leaderboard"), this.data, this.landscape.root);
     },
     async refresh() {
       const [board, results] = await Promise.all([
         get("/leaderboard"),
         get("/results", { expand: "true", limit: 200, order: "desc" }),
+        this.landscape.refresh(),
       ]);
+      const pick = (agent) => (event) => { event.preventDefault(); this.landscape.show(agent).catch(fail); };
       const unit = board.score_unit ? ` (${board.score_unit})` : "";
       const rows = withBaselines(board).map((row) => el("tr",
         { "data-agent": row.agent, "data-baseline": row.baseline ? "true" : null, class: row.baseline ? "baseline" : null },
         el("td", {}, row.baseline ? "—" : row.rank),
-        el("td", { class: "agent" }, row.agent, row.baseline ? el("span", { class: "badge baseline", title: "organizer baseline: shown for reference, not ranked" }, "baseline") : null),
+        el("td", { class: "agent" }, row.baseline ? row.agent
+          : el("a", { href: "#/leaderboard", class: "events-of", title: "this agent's landscape events", onclick: pick(row.agent) }, row.agent),
+        row.baseline ? el("span", { class: "badge baseline", title: "organizer baseline: shown for reference, not ranked" }, "baseline") : null),
         el("td", { class: "num" }, row.score), el("td", {}, badge(row.verification)),
         el("td", {}, row.method || ""), el("td", { class: "muted" }, when(row.timestamp))));
       const download = el("a", { id: "leaderboard-csv", class: "button", href: "/dashboard/api/v1/leaderboard?format=csv", download: "" }, "Download CSV");

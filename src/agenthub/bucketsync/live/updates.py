@@ -1,7 +1,8 @@
 """`GET /v1/updates?as=` (seed §13): one cursored stream of everything that may wake a
 handle — its inbox (mentions, refs, broadcasts) + the messages of its `notify: all`
-channels, deduped by filename and labelled with `reasons` — plus the digest's presence
-and unread blocks.
+channels + overlapping claims + its landscape events (`leaderboard:overtaken`,
+`champion:changed`, `verification:valid|invalid`; `landscape/`), deduped by filename and
+labelled with `reasons` — plus the digest's presence and unread blocks.
 
 One filename cursor covers the union: stamps are server-issued and per-author monotonic,
 so filenames are globally unique and lexical order is chronological.
@@ -20,6 +21,8 @@ from agenthub.bucketsync.core import listing, naming, records
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.directives import read as directiveviews
+from agenthub.bucketsync.landscape import events as landscape_events
+from agenthub.bucketsync.landscape import read as landscape
 
 
 @dataclass(frozen=True)
@@ -28,11 +31,20 @@ class Stream:
     listed: listing.Listed
     reasons: Mapping[str, list[str]]
     loud_channels: list[str]
+    loud_landscape: bool = False  # subscribed to the leaderboard at `notify: all`
 
     @property
     def keys(self) -> list[str]:
-        """Wake keys: the inbox always (so never `no_streams`) plus each loud channel."""
-        return [f"inbox:{self.handle}", *(f"channel:{name}" for name in self.loud_channels)]
+        """Wake keys: the inbox always (so never `no_streams`), each loud channel, and the
+        handle's landscape events (every champion change at `notify: all`)."""
+        landscape = [f"landscape:{self.handle}"]
+        if self.loud_landscape:
+            landscape.append("landscape:all")
+        return [
+            f"inbox:{self.handle}",
+            *(f"channel:{name}" for name in self.loud_channels),
+            *landscape,
+        ]
 
 
 def stream(hub: Hub, handle: str) -> Stream:
@@ -52,17 +64,27 @@ def stream(hub: Hub, handle: str) -> Stream:
     for filename, path in claimviews.overlaps_for(hub, handle).items():
         paths.setdefault(filename, path)
         reasons.setdefault(filename, []).append("claim-overlap")
+    events, loud_landscape = landscape.for_handle(hub, handle)
+    for filename, path in landscape.paths_for(hub, events).items():
+        paths.setdefault(filename, path)
+        reasons.setdefault(filename, []).extend(events[filename])
     for filename in directiveviews.directives(hub).records:
         if filename in reasons:
             reasons[filename] = ["directive"]
     listed = listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
-    return Stream(handle, listed, reasons, loud)
+    return Stream(handle, listed, reasons, loud, loud_landscape)
 
 
 def load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
     """Records from whichever folders the union spans."""
     found: dict[str, Record] = {}
-    for folder in (naming.INBOX, naming.BROADCASTS, channels.CHANNELS, naming.CLAIMS):
+    for folder in (
+        naming.INBOX,
+        naming.BROADCASTS,
+        channels.CHANNELS,
+        naming.CLAIMS,
+        landscape_events.EVENTS,
+    ):
         wanted = [p for p in paths if p.startswith(folder)]
         if wanted:
             found.update(hub.read_model.records(wanted, folder))
@@ -74,7 +96,12 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
 
     def render(key: str, record: Record) -> dict[str, Any]:
-        return {**records.render_record(record), "reasons": list(current.reasons.get(key, []))}
+        shown = (
+            landscape.render(hub, record, handle)
+            if record.path.startswith(landscape_events.EVENTS)
+            else records.render_record(record)
+        )
+        return {**shown, "reasons": list(current.reasons.get(key, []))}
 
     page = listing.page(current.listed, query, load=lambda paths: load(hub, paths), render=render)
     return directiveviews.pin(page, directiveviews.pending_for(hub, handle), render)

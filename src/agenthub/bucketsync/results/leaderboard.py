@@ -20,7 +20,7 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
 from agenthub.bucketsync.results.baseline import is_baseline
-from agenthub.bucketsync.results.write import verification_index
+from agenthub.bucketsync.results.verification import verification_index
 from agenthub.bucketsync.storage.base import FileEntry
 
 DEFAULT_VERIFICATION = ("pending", "valid")  # `invalid` is excluded unless asked for

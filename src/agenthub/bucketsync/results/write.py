@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -13,13 +12,13 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
-from agenthub.bucketsync.results import pins
+from agenthub.bucketsync.results import pins, standings
 from agenthub.bucketsync.results.baseline import gate_baseline
+from agenthub.bucketsync.results.verification import verification_index
 
 log = logging.getLogger(__name__)
 
 RESULT_STATUSES = ("agent-run", "negative")
-VERIFICATION_INDEX = f"{naming.RESULTS}verification_status.json"
 
 
 def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: str) -> None:
@@ -83,26 +82,13 @@ def promote_result(
         route="/v1/results",
         caller_info=caller_info,
     )
+    standings.after_result(hub, filename)
     for listener in hub.result_listeners:
         try:
             listener(filename)
         except Exception:  # BS-4.59: promotion never fails because of a listener
             log.exception("result listener failed for %s", filename)
     return {"filename": filename, "via": "bucket", "path": path}
-
-
-def verification_index(hub: Hub) -> dict[str, str]:
-    """`results/verification_status.json`; unreadable or absent reads as all-pending."""
-    record = hub.read_model.record(VERIFICATION_INDEX, naming.RESULTS)
-    if record is None:
-        return {}
-    try:
-        data = json.loads(record.body)
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {str(k): str(v) for k, v in data.items() if v in listing.VERIFICATION_STATES}
 
 
 def _render(record: Any, index: Mapping[str, str]) -> dict[str, Any]:

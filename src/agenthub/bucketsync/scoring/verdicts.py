@@ -26,9 +26,10 @@ from agenthub.bucketsync.board.write import Draft, publish
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.pins import Located, locate
-from agenthub.bucketsync.results.write import VERIFICATION_INDEX
+from agenthub.bucketsync.results.verification import VERIFICATION_INDEX
 from agenthub.bucketsync.runners.base import GUARD_EXCEEDED, SCORE_MISMATCH, SUBMISSION_CHANGED
 from agenthub.bucketsync.storage.base import Batch, read_json_object
 
@@ -147,9 +148,11 @@ class VerdictBook:
                 ledger = {**ledger, "written": verdict}
                 self.save_ledger(filename, ledger)  # intent first: see the module docstring
             if current != verdict:
+                before = dict(index)
                 index[filename] = verdict
                 body = json.dumps(index, indent=2, sort_keys=True).encode()
                 self.hub.write_central([(VERIFICATION_INDEX, body)])
+                standings.after_verdict(self.hub, filename, verdict, before=before, after=index)
         if not ledger.get("announced"):
             author = naming.parse_stamped_filename(filename)
             assert author is not None
