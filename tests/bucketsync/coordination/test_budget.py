@@ -13,12 +13,18 @@ import pytest
 from fastapi.responses import JSONResponse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import ClientSession
 
+from agenthub.bucketsync.agentside.watch import WatchClient, WatchError
 from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.live import budget
 from agenthub.bucketsync.live import digest as snapshot
 from agenthub.bucketsync.storage.base import Batch
 from tests.bucketsync.coordination.conftest import ORGANIZER, Site
+from tests.bucketsync.test_collab_watch import Server, server
+from tests.bucketsync.test_mcp import mcp_env, payload, with_mcp
+
+__all__ = ["server"]
 
 LONG = "A long report on the run. " * 80  # ~2 KB: over the per-item body cap
 
@@ -389,3 +395,45 @@ def test_no_budgeted_digest_exceeds_its_budget(
             assert not any(body["sections"][n] for n in budget.NAMES[cut + 1 :])
     finally:
         erase_board(site)
+
+
+# -- from an agent's side: the MCP digest tool and WatchClient.digest --------------------
+
+
+def test_mcp_digest_takes_a_budget_and_says_so(server: Server) -> None:
+    world = server.world
+    assert world.raw("agent-2", f"@agent-1 {LONG}").status_code == 201
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        small = payload(await session.call_tool("digest", {"budget_tokens": 250}))
+        plain = payload(await session.call_tool("digest", {}))
+        return {"tool": tools["digest"], "small": small, "plain": plain}
+
+    seen = with_mcp(mcp_env(server), body)
+
+    assert "budget_tokens" in seen["tool"].inputSchema["properties"]
+    assert "budget_tokens" in (seen["tool"].description or "")
+    small = seen["small"]
+    assert small["budget"]["tokens"] == 250 and small["budget"]["used"] <= 250
+    assert small["sections"]["mentions"][0]["truncated"] is True
+    assert "sections" not in seen["plain"] and "directives" in seen["plain"]
+
+
+def test_watch_client_digest_packs_from_its_cursor(server: Server) -> None:
+    world = server.world
+    client = WatchClient(server.base, "agent-1", state_dir=server.state)
+    first = world.raw("agent-2", "@agent-1 first").json()["filename"]
+
+    packed_once = client.digest(budget_tokens=1000)
+    second = world.raw("agent-2", "@agent-1 second").json()["filename"]
+    packed_twice = client.digest(budget_tokens=1000, after=packed_once["cursor"])
+    with pytest.raises(WatchError) as refused:
+        client.digest(budget_tokens=5)
+
+    assert [i["filename"] for i in packed_once["sections"]["mentions"]] == [first]
+    assert [i["filename"] for i in packed_twice["sections"]["mentions"]] == [second]
+    assert refused.value.status == 422
+    assert refused.value.body["error"]["minimum_tokens"] > 5
+    assert "budget" not in client.digest()
+    client.close()
