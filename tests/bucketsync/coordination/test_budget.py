@@ -297,9 +297,9 @@ BODIES = st.text(
 )
 
 
-def write_board(site: Site, posts: list[tuple[str, str]]) -> dict[str, str]:
+def write_board(site: Site, posts: list[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
     """Write `posts` (kind, body) into the central bucket the way the server lays them out,
-    one second apart; returns each filename's section for agent-1."""
+    one second apart; returns each filename's section for agent-1, and the paths written."""
     moment = site.clock.now()
     adds: list[tuple[str, bytes]] = []
     sections: dict[str, str] = {}
@@ -333,12 +333,10 @@ def write_board(site: Site, posts: list[tuple[str, str]]) -> dict[str, str]:
         sections[filename] = SECTION_OF_KIND[kind]
     if adds:
         site.hub.write_central(adds)
-    site.written = [path for path, _data in adds]  # type: ignore[attr-defined]
-    return sections
+    return sections, [path for path, _data in adds]
 
 
-def erase_board(site: Site) -> None:
-    paths: list[str] = getattr(site, "written", [])
+def erase_board(site: Site, paths: list[str]) -> None:
     site.hub.store.write_batch(site.hub.settings.central_bucket, Batch(deletes=paths))
     for path in paths:
         site.hub.read_model.delete_through(path.split("/", 1)[0] + "/", path)
@@ -364,7 +362,7 @@ def test_no_budgeted_digest_exceeds_its_budget(
     boarded: tuple[Site, str], posts: list[tuple[str, str]], tokens: int, cursor_at: int | None
 ) -> None:
     site, announcement = boarded
-    sections = write_board(site, posts)
+    sections, written = write_board(site, posts)
     try:
         ordered = sorted(sections)
         after = ordered[cursor_at] if cursor_at is not None and cursor_at < len(ordered) else None
@@ -394,7 +392,7 @@ def test_no_budgeted_digest_exceeds_its_budget(
         if cut is not None:
             assert not any(body["sections"][n] for n in budget.NAMES[cut + 1 :])
     finally:
-        erase_board(site)
+        erase_board(site, written)
 
 
 # -- from an agent's side: the MCP digest tool and WatchClient.digest --------------------
