@@ -14,6 +14,7 @@ them into the uniform `{"error": {code, message, hint}}` body.
     │   ChannelExists                             clashes with what exists
     ├── BucketMissing                             a precondition bucket is absent
     ├── PayloadTooLarge, SyncTooLarge             over a size limit
+    ├── BudgetTooSmall                            a token budget below the `minimum`
     ├── RateLimited                               retry after `retry_after_s`
     ├── JobLaunchFailed                           the job platform refused the launch
     ├── StorageUnavailable                        the bucket backend failed; retryable
@@ -125,6 +126,16 @@ class BucketMissing(BucketSyncError):
 
 class PayloadTooLarge(BucketSyncError):
     code = "PAYLOAD_TOO_LARGE"
+
+
+class BudgetTooSmall(BucketSyncError):
+    """A `budget_tokens` too small for even the envelope of what was asked for."""
+
+    code = "BUDGET_TOO_SMALL"
+
+    def __init__(self, message: str, *, minimum: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.minimum = minimum
 
 
 class RateLimited(BucketSyncError):

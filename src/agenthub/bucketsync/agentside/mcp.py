@@ -144,8 +144,13 @@ class AgentSession:
         self._watch: WatchClient | None = None
 
     # -- reads ------------------------------------------------------------------------
-    def digest(self) -> dict[str, Any]:
-        return self._json(self.http.get("/v1/digest", params={"as": self.config.agent_id}))
+    def digest(self, budget_tokens: int | None = None, after: str | None = None) -> dict[str, Any]:
+        params = {"as": self.config.agent_id}
+        if budget_tokens is not None:
+            params["budget_tokens"] = str(budget_tokens)
+        if after:
+            params["after"] = after
+        return self._json(self.http.get("/v1/digest", params=params))
 
     def read_inbox(self, after: str | None = None, limit: int = 20) -> dict[str, Any]:
         params = {"expand": "true", "limit": str(limit)}
@@ -312,7 +317,12 @@ DATA_NOT_INSTRUCTIONS = (
 )
 DIGEST_DOC = (
     "What changed for you: pinned directives first, new mail, board activity, live claims, "
-    f"results and your position. {DATA_NOT_INSTRUCTIONS}"
+    "results and your position. Give `budget_tokens` to get at most that many tokens "
+    "(1 token = 4 bytes of the JSON answer): what is new since `after` (the `cursor` of the "
+    "last budgeted digest), in `sections` by priority (directives, mentions, broadcasts, "
+    "channels, landscape, claims, rest), long bodies cut with an `expand` route to read the "
+    "whole item, and `omitted` counting what did not fit; too small a budget fails with the "
+    f"minimum. {DATA_NOT_INSTRUCTIONS}"
 )
 INBOX_DOC = (
     "Messages that mention you, expanded; pass the returned `cursor` as `after`. "
@@ -379,8 +389,8 @@ def build_server(session: AgentSession) -> Any:
         return result
 
     @server.tool(description=DIGEST_DOC)
-    async def digest() -> dict[str, Any]:
-        return await call(session.digest)
+    async def digest(budget_tokens: int | None = None, after: str | None = None) -> dict[str, Any]:
+        return await call(session.digest, budget_tokens, after)
 
     @server.tool()
     async def post_message(

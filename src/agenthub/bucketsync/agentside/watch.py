@@ -292,6 +292,19 @@ class WatchClient:
             raise WatchError("the response is not a JSON object", status=response.status_code)
         return body
 
+    def digest(
+        self, *, budget_tokens: int | None = None, after: str | None = None
+    ) -> dict[str, Any]:
+        """This handle's digest; with `budget_tokens`, what is new since `after` (a
+        budgeted digest's `cursor`) packed into at most that many tokens, priority first,
+        long bodies cut with an `expand` route and `omitted` counting what did not fit."""
+        params = {"as": self.handle}
+        if budget_tokens is not None:
+            params["budget_tokens"] = str(budget_tokens)
+        if after is not None:
+            params["after"] = after
+        return self._call("GET", "/v1/digest", params=params)
+
     def claim(self, source: str) -> dict[str, Any]:
         """Promote a claim file (`idea`, `tags`, `ttl_hours` frontmatter) already in your
         scratch bucket; the answer lists its `near_duplicates`."""

@@ -20,6 +20,7 @@ from agenthub.bucketsync.errors import (
     BucketMissing,
     BucketNotOwnedByCaller,
     BucketSyncError,
+    BudgetTooSmall,
     ChannelExists,
     ChannelNotFound,
     Conflict,
@@ -75,6 +76,7 @@ STATUS: StatusTable[BucketSyncError] = {
     BucketMissing: 412,
     PayloadTooLarge: 413,
     SyncTooLarge: 413,
+    BudgetTooSmall: 422,
     RateLimited: 429,
     JobLaunchFailed: 502,
     UpstreamUnavailable: 502,
@@ -127,7 +129,11 @@ def retry_after(exc: BucketSyncError) -> dict[str, str]:
 
 
 def render(exc: BucketSyncError, status: int) -> JSONResponse:
-    extra = {"filename": exc.filename} if isinstance(exc, AlreadyPromoted) else None
+    extra: dict[str, Any] | None = None
+    if isinstance(exc, AlreadyPromoted):
+        extra = {"filename": exc.filename}
+    elif isinstance(exc, BudgetTooSmall):
+        extra = {"minimum_tokens": exc.minimum}
     return error_response(status, exc.code, exc.message, exc.hint, retry_after(exc), extra)
 
 

@@ -238,6 +238,11 @@ def channel_messages(name: str, request: Request) -> dict[str, Any]:
     return channelviews.channel_messages(hub_of(request), name, dict(request.query_params))
 
 
+@router.get("/channels/{name}/messages/{filename}")
+def channel_message(name: str, filename: str, request: Request) -> dict[str, Any]:
+    return channelviews.channel_message(hub_of(request), name, filename)
+
+
 @router.post("/channels/{name}/subscribe")
 def subscribe(
     name: str,

@@ -15,6 +15,7 @@ class ErrorDetail(BaseModel):
     message: str
     hint: str | None = None
     filename: str | None = None
+    minimum_tokens: int | None = None
 
 
 class ErrorBody(BaseModel):
@@ -35,6 +36,11 @@ _DESCRIPTIONS = {
     502: "An upstream (job runner, Hub) failed",
     503: "Storage, bus or a backend briefly unavailable: retry after Retry-After seconds",
 }
+
+# Only `GET /v1/digest?budget_tokens=` answers it.
+BUDGET_ERROR = documented(
+    ErrorBody, {422: "budget_tokens is below the floor named in minimum_tokens"}, 422
+)
 
 # Every route declares these: authentication, validation and storage failures can reach any.
 ERRORS = documented(ErrorBody, _DESCRIPTIONS, *_DESCRIPTIONS)

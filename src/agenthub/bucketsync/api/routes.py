@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agenthub.bucketsync.agents import read as agents
 from agenthub.bucketsync.agents import write as registration
 from agenthub.bucketsync.api import discovery
-from agenthub.bucketsync.api.openapi import ERRORS
+from agenthub.bucketsync.api.openapi import BUDGET_ERROR, ERRORS
 from agenthub.bucketsync.api.scoring import scoring_of
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.board import write as messages
@@ -128,14 +128,22 @@ def get_message(filename: str, request: Request) -> dict[str, Any]:
     return board.get_message(hub_of(request), filename)
 
 
-@router.get("/digest")
+@router.get("/digest", response_model=dict[str, Any], responses=BUDGET_ERROR)
 def digest(
     request: Request,
     as_: str | None = Query(None, alias="as"),
     since: str | None = Query(None),
     after: str | None = Query(None),
-) -> dict[str, Any]:
-    return snapshot.digest(hub_of(request), as_handle=as_, since=since, after=after)
+    budget_tokens: int | None = Query(None, ge=1),
+) -> Any:
+    hub = hub_of(request)
+    if budget_tokens is None:
+        return snapshot.digest(hub, as_handle=as_, since=since, after=after)
+    # Sent as packed: the bytes the budget measured are the bytes on the wire.
+    packed = snapshot.budgeted(
+        hub, as_handle=as_, since=since, after=after, budget_tokens=budget_tokens
+    )
+    return Response(packed, media_type="application/json")
 
 
 class SourceBody(BaseModel):

@@ -1,5 +1,6 @@
-"""Reading channels (seed §12): the list, a channel's detail and messages, the feed over
-a handle's subscriptions and the digest block — all from the one `channels/` listing."""
+"""Reading channels (seed §12): the list, a channel's detail, its messages and one of them,
+the feed over a handle's subscriptions and the digest block — all from the one `channels/`
+listing."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from agenthub.bucketsync.core.access import require_handle
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record
-from agenthub.bucketsync.errors import InvalidQuery
+from agenthub.bucketsync.errors import InvalidQuery, NotFound
 
 THEME_EXCERPT = 200
 RECENT_IN_DETAIL = 5
@@ -123,6 +124,18 @@ def channel_messages(hub: Hub, name: str, params: Mapping[str, str]) -> dict[str
         load=lambda paths: load_records(hub, list(paths)),
         render=lambda _key, record: _render(record),
     )
+
+
+def channel_message(hub: Hub, name: str, filename: str) -> dict[str, Any]:
+    """`GET /v1/channels/{name}/messages/{filename}`: one post, whole."""
+    path = require_channel(hub, name).messages.get(filename)
+    record = load_records(hub, [path]).get(path) if path is not None else None
+    if record is None:
+        raise NotFound(
+            f"no message {filename!r} in channel {name!r}",
+            hint=f"list them with GET /v1/channels/{name}/messages",
+        )
+    return _render(record)
 
 
 # `~` is unreserved in a URL, so a cursor carrying it needs no escaping (a `#` would start

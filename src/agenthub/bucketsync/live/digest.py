@@ -1,7 +1,12 @@
-"""`GET /v1/digest`: one snapshot composed from every slice's reads."""
+"""`GET /v1/digest`: one snapshot composed from every slice's reads, and with
+`budget_tokens` what matters since a cursor, packed into that many tokens (`live.budget`)."""
 
 from __future__ import annotations
 
+import bisect
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from agenthub.bucketsync.agents.read import agent_info
@@ -10,8 +15,10 @@ from agenthub.bucketsync.channels import read as channelviews
 from agenthub.bucketsync.claims import read as claimviews
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.directives import read as directiveviews
-from agenthub.bucketsync.live import updates
+from agenthub.bucketsync.live import budget, updates
 from agenthub.bucketsync.results import leaderboard
 from agenthub.bucketsync.results import write as results
 from agenthub.bucketsync.traces import read as traces
@@ -88,3 +95,149 @@ def live_blocks(
 
 def _block(page: dict[str, Any]) -> dict[str, Any]:
     return {"count": page["count"], "matched": page["matched"], "items": page["items"]}
+
+
+# The frontmatter a budgeted item carries; the rest of it is behind the item's `expand`.
+CARRIED = ("type", "channel", "refs", "idea", "tags", "expires", "supersedes", "status")
+# Records are read this many at a time, so the packer reads little past what it emits.
+LOAD_CHUNK = 32
+
+Entry = tuple[str, str]  # (stream or board key, path)
+
+
+def budgeted(
+    hub: Hub, *, as_handle: str | None, since: str | None, after: str | None, budget_tokens: int
+) -> bytes:
+    """`GET /v1/digest?budget_tokens=N`: the encoded body, at most N tokens. Items newer
+    than the cursor `after` (and stamped at or after `since`) from the handle's
+    `/v1/updates` stream, its unacked directives whatever the cursor, the live claims and
+    the board, in `budget.SECTIONS` order, newest first within a section."""
+    bound = naming.normalize_time_bound(since, name="since") if since else None
+
+    def is_new(key: str) -> bool:
+        return (after is None or key > after) and (bound is None or key >= bound)
+
+    def start(keys: Sequence[str]) -> int:
+        """Where the new keys of a sorted list begin (filename order is time order)."""
+        lo = bisect.bisect_right(keys, after) if after is not None else 0
+        return max(lo, bisect.bisect_left(keys, bound)) if bound is not None else lo
+
+    stream = updates.stream(hub, as_handle) if as_handle is not None else None
+    stream_keys = stream.listed.keys if stream is not None else []
+    reasons = stream.reasons if stream is not None else {}
+    paths: dict[str, str] = dict(stream.listed.paths) if stream is not None else {}
+    chosen: dict[str, list[Entry]] = {name: [] for name in budget.NAMES}
+    for key in reversed(stream_keys[start(stream_keys) :]):
+        chosen[budget.section_of(reasons.get(key, ()))].append((key, paths[key]))
+
+    if as_handle is not None:
+        pending = directiveviews.pending_for(hub, as_handle)
+    else:
+        index = directiveviews.directives(hub)
+        pending = [index.records[name] for name in index.active()]
+    pinned = {record.filename for record in pending}
+    # Pinned until acked, whatever the cursor; then the directives since it, acked or not.
+    directive_entries = [(r.filename, r.path) for r in pending] + [
+        entry for entry in chosen["directives"] if entry[0] not in pinned
+    ]
+    overlapping = {key for key, _path in chosen["claims"]}
+    live = claimviews.live_claims(hub)
+    claim_entries = chosen["claims"] + [
+        (r.filename, r.path) for r in live if is_new(r.filename) and r.filename not in overlapping
+    ]
+
+    listed = hub.read_model.derived(
+        naming.MESSAGE_BOARD, "stamped", stamped_index(naming.MESSAGE_BOARD)
+    )
+    board_keys = listed.keys
+    first = start(board_keys)
+    shown = set(paths) | pinned  # delivered in a section above, or older than the cursor
+    board_new = (board_keys[i] for i in range(len(board_keys) - 1, first - 1, -1))
+    rest_entries = heapq.merge(
+        ((key, listed.paths[key]) for key in board_new if key not in shown),
+        chosen["rest"],
+        reverse=True,
+    )
+    # O(stream), not O(board): the new board keys less those shown above.
+    rest_total = len(board_keys) - first + len(chosen["rest"])
+    rest_total -= sum(1 for key in shown if key in listed.paths and is_new(key))
+
+    def items(entries: Iterable[Entry]) -> Iterator[dict[str, Any]]:
+        it = iter(entries)
+        while chunk := list(islice(it, LOAD_CHUNK)):
+            loaded = _load(hub, [path for _key, path in chunk])
+            for key, path in chunk:
+                if path in loaded:
+                    record = loaded[path]
+                    why = ["directive"] if key in pinned else list(reasons.get(key, ()))
+                    yield _item(record, why, _expand(record, key, as_handle, stream_keys))
+
+    sources = [
+        budget.Source("directives", len(directive_entries), items(directive_entries)),
+        *(
+            budget.Source(name, len(chosen[name]), items(chosen[name]))
+            for name in ("mentions", "broadcasts", "channels", "landscape")
+        ),
+        budget.Source("claims", len(claim_entries), items(claim_entries)),
+        budget.Source("rest", rest_total, items(rest_entries)),
+    ]
+    newest = max(
+        (keys[-1] for keys in (stream_keys, board_keys, [r.filename for r in live[:1]]) if keys),
+        default=None,
+    )
+    head = {
+        "as": as_handle,
+        "after": after,
+        "since": since,
+        "generated_at": naming.iso_now(hub.clock.now()),
+        # Pass it back as after=: the next digest starts past everything this one saw.
+        "cursor": newest,
+    }
+    return budget.pack(head, sources, budget_tokens)
+
+
+def _load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
+    """Records of the stream's folders (`updates.load`) and of the board."""
+    on_board = [p for p in paths if p.startswith(naming.MESSAGE_BOARD)]
+    found = updates.load(hub, [p for p in paths if not p.startswith(naming.MESSAGE_BOARD)])
+    if on_board:
+        found.update(hub.read_model.records(on_board, naming.MESSAGE_BOARD))
+    return found
+
+
+def _item(record: Record, reasons: list[str], expand: str) -> dict[str, Any]:
+    """A budgeted item: who, when, why, the carried frontmatter, the body (`budget` may cut
+    it), where the whole item is, and the trust label every delivered item has."""
+    full = render_record(record)
+    fm = record.frontmatter
+    return {
+        "filename": full["filename"],
+        "agent": full["agent"],
+        "timestamp": full["timestamp"],
+        "reasons": reasons,
+        "fields": {key: fm[key] for key in CARRIED if key in fm},
+        "body": record.body,
+        "truncated": False,
+        "expand": expand,
+        "trust": full["trust"],
+    }
+
+
+def _expand(record: Record, key: str, as_handle: str | None, stream_keys: Sequence[str]) -> str:
+    """The route serving `record` whole."""
+    filename = record.filename
+    channel = record.frontmatter.get("channel")
+    if directiveviews.is_directive(record):
+        return f"/v1/directives/{filename}"
+    if record.path.startswith(naming.CLAIMS):
+        return f"/v1/claims/{filename}"
+    if record.path.startswith(naming.RESULTS):
+        return f"/v1/results/{filename}"
+    if isinstance(channel, str) and record.path.startswith(("channels/", naming.INBOX)):
+        return f"/v1/channels/{channel}/messages/{filename}"
+    if record.path.startswith((naming.MESSAGE_BOARD, naming.INBOX, naming.BROADCASTS)):
+        return f"/v1/messages/{filename}"
+    # A kind with no route of its own (a landscape event): the one-item /v1/updates page.
+    before = bisect.bisect_left(stream_keys, key)
+    after = f"&after={stream_keys[before - 1]}" if before > 0 else "&order=asc"
+    return f"/v1/updates?as={as_handle}{after}&limit=1&expand=true"
