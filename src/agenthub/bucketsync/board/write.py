@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agenthub.bucketsync.board import journal
+from agenthub.bucketsync.board import journal, reach
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.core import frontmatter, idempotency, mentions, naming
 from agenthub.bucketsync.core.access import (
@@ -309,9 +309,19 @@ def publish(
         journal.roll_back(hub, entry)
         raise
     hub.audit.append(audit_row)
-    journal.complete(hub, entry)
-    if hub.notifier is not None:
-        hub.notifier.wake(
-            wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
+    keys = wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
+    woken_here = hub.notifier.wake(keys) if hub.notifier is not None else frozenset()
+    if hub.reach_forecast:
+        # After the wake, from the registry's answer to it: a forecast taken before would
+        # count a waiter that left during the write (board.reach). Before `complete`, so
+        # an Idempotency-Key replay answers with it too.
+        handles = reach.audience(
+            hub,
+            author=draft.author,
+            broadcast=draft.broadcast,
+            channel=draft.channel,
+            recipients=recipients,
         )
+        answer["reach"] = reach.forecast(hub, handles, keys, woken_here).as_dict()
+    journal.complete(hub, entry)
     return answer

@@ -281,13 +281,21 @@ function composer(channel = null) {
       const sent = await post("/messages", message);
       body.value = "";
       if (broadcast) broadcast.checked = false;
-      notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}`, "ok");
+      notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}${reachText(sent.reach)}`, "ok");
       await refresh();
     } catch (err) { notify(`Not posted: ${explain(err)}`); }
   } }, body, el("div", { class: "row" },
     broadcast ? el("label", { for: "broadcast", class: "toggle" }, broadcast, " Broadcast to every inbox") : null,
     el("button", { type: "submit" }, "Post")));
   return form;
+}
+
+// The post's reach forecast: who got it now, who will at their next poll, who nobody watches.
+function reachText(reach) {
+  if (!reach) return "";
+  return [["woken", reach.woken], ["next poll", reach.next_poll], ["unreachable", reach.unreachable]]
+    .filter(([, handles]) => handles?.length)
+    .map(([label, handles]) => ` · ${label}: ${handles.join(", ")}`).join("");
 }
 
 function channelCreator() {
