@@ -108,7 +108,8 @@ def redis_presence(bus: RedisBus, prefix: str) -> RedisPresence:
 
     from agenthub.bucketsync.scaleout.presence import RedisPresence
 
-    client = redis.Redis.from_url(bus.url, socket_timeout=5, socket_connect_timeout=5)
+    # Best effort (a forecast, never a write's outcome): short timeouts.
+    client = redis.Redis.from_url(bus.url, socket_timeout=2, socket_connect_timeout=2)
     return RedisPresence(client, prefix, origin=bus.origin)
 
 

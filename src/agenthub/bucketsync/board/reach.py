@@ -7,20 +7,20 @@ delivered to, and whether each of them is watching.
 - a channel post: its recipients, then the members whose notify level is `all` (members
   at `mentions` can read it in the channel but it does not wake them, so it is not theirs).
 
-Computed after the wake, from the registry's answer to it (parked waiters here) and ONE
-lookup in the shared `PresenceMap` (other workers), O(recipients): the read model's
-listings and member markers, no bucket read of its own.
+Computed around the wake (`wake`): the registry's answer to it (parked waiters here) and
+ONE lookup in the shared `PresenceMap` just before it is published (other workers),
+O(recipients): the read model's listings and member markers, no bucket read of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.core.access import registered_agents
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.longpoll import WAKE_ALL
-from agenthub.bucketsync.core.reach import Reach
+from agenthub.bucketsync.core.reach import Reach, Sighting
 
 
 def audience(
@@ -44,21 +44,51 @@ def audience(
     return handles
 
 
+def wake(
+    hub: Hub,
+    *,
+    author: str,
+    broadcast: bool,
+    channel: str | None,
+    recipients: Sequence[str],
+    keys: Sequence[str],
+) -> Reach | None:
+    """Wake the post's waiters and forecast its reach (None when `hub.reach_forecast` is
+    off). Other workers are looked up just BEFORE the wake is published: once it is, their
+    woken waiters leave the shared map within a millisecond. This worker's waiters are
+    judged BY the wake, under the registry lock: a forecast taken earlier would count a
+    waiter that left during the write."""
+    if not hub.reach_forecast:
+        if hub.notifier is not None:
+            hub.notifier.wake(keys)
+        return None
+    handles = audience(
+        hub, author=author, broadcast=broadcast, channel=channel, recipients=recipients
+    )
+    now = hub.clock.now().timestamp()
+    registry = hub.longpoll.registry if hub.longpoll is not None else None
+    elsewhere = registry.presence_map.sightings(handles, now) if registry is not None else {}
+    woken_here = hub.notifier.wake(keys) if hub.notifier is not None else frozenset()
+    return forecast(hub, handles, keys, woken_here, elsewhere)
+
+
 def forecast(
-    hub: Hub, handles: Sequence[str], keys: Sequence[str], woken_here: frozenset[str]
+    hub: Hub,
+    handles: Sequence[str],
+    keys: Sequence[str],
+    woken_here: frozenset[str],
+    elsewhere: Mapping[str, Sighting],
 ) -> Reach:
-    """Sort `handles` into woken / next_poll / unreachable. `woken_here` is what this
-    process's registry answered to the post's wake (owners it found parked)."""
+    """Sort `handles` into woken / next_poll / unreachable from what this process's
+    registry answered to the wake (`woken_here`) and the other workers' `elsewhere`."""
     longpoll = hub.longpoll
     if not handles:
         return Reach()
     if longpoll is None:  # offline (a CLI pass): nobody parks here
         return Reach(unreachable=tuple(handles))
-    registry = longpoll.registry
     fresh_s = hub.settings.watch_fresh_s
     now = hub.clock.now().timestamp()
-    elsewhere = registry.presence_map.sightings(handles, now)
-    seen_here = registry.seen_within(handles, fresh_s)
+    seen_here = longpoll.registry.seen_within(handles, fresh_s)
     wake = frozenset(keys)
     woken: list[str] = []
     next_poll: list[str] = []

@@ -309,19 +309,16 @@ def publish(
         journal.roll_back(hub, entry)
         raise
     hub.audit.append(audit_row)
-    keys = wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
-    woken_here = hub.notifier.wake(keys) if hub.notifier is not None else frozenset()
-    if hub.reach_forecast:
-        # After the wake, from the registry's answer to it: a forecast taken before would
-        # count a waiter that left during the write (board.reach). Before `complete`, so
-        # an Idempotency-Key replay answers with it too.
-        handles = reach.audience(
-            hub,
-            author=draft.author,
-            broadcast=draft.broadcast,
-            channel=draft.channel,
-            recipients=recipients,
-        )
-        answer["reach"] = reach.forecast(hub, handles, keys, woken_here).as_dict()
+    forecast = reach.wake(
+        hub,
+        author=draft.author,
+        broadcast=draft.broadcast,
+        channel=draft.channel,
+        recipients=recipients,
+        keys=wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel),
+    )
+    if forecast is not None:
+        # Before `complete`, so an Idempotency-Key replay answers with it too.
+        answer["reach"] = forecast.as_dict()
     journal.complete(hub, entry)
     return answer

@@ -2,7 +2,7 @@
 
 import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
 import { scoreChart, seriesFrom } from "./chart.js";
-import { coordinationPages } from "./coordination.js";
+import { coordinationPages, reachText } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -288,14 +288,6 @@ function composer(channel = null) {
     broadcast ? el("label", { for: "broadcast", class: "toggle" }, broadcast, " Broadcast to every inbox") : null,
     el("button", { type: "submit" }, "Post")));
   return form;
-}
-
-// The post's reach forecast: who got it now, who will at their next poll, who nobody watches.
-function reachText(reach) {
-  if (!reach) return "";
-  return [["woken", reach.woken], ["next poll", reach.next_poll], ["unreachable", reach.unreachable]]
-    .filter(([, handles]) => handles?.length)
-    .map(([label, handles]) => ` · ${label}: ${handles.join(", ")}`).join("");
 }
 
 function channelCreator() {
