@@ -47,6 +47,7 @@ from agenthub.bucketsync.scaleout.presence import RedisPresence
 from agenthub.bucketsync.settings import load_settings
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import SystemClock
+from bench._servers import percentile, register_agent
 
 ORG, SLUG = "bench", "chal"
 AUDIT = f"{ORG}-admin/{SLUG}-audit"
@@ -76,22 +77,6 @@ def served(data: Path, bus_url: str | None, prefix: str) -> Iterator[tuple[TestC
             lambda name, _rates: CompoundLimiter(name, [Rate(10**9, 60.0)], clock)
         )
         yield client, hub
-
-
-def register(client: TestClient, identity: LocalIdentity, agent: str) -> None:
-    token = identity.add_user(f"user-{agent}", role="contributor")
-    auth = {"Authorization": f"Bearer {token}"}
-    bucket = f"{ORG}/{SLUG}-{agent}"
-    client.post(f"/local/buckets/{bucket}", headers=auth)
-    client.put(
-        f"/local/buckets/{bucket}/files/.bucket-sync-handshake",
-        content=f"user-{agent}".encode(),
-        headers=auth,
-    )
-    answer = client.post(
-        "/v1/agents/register", json={"agent_id": agent, "model": "m", "harness": "h"}, headers=auth
-    )
-    assert answer.status_code == 201, answer.text
 
 
 class Parked:
@@ -126,11 +111,6 @@ class Parked:
         self.loop.call_soon_threadsafe(self.stop.set)
         self.thread.join(timeout=5)
         self.loop.close()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure(
@@ -172,7 +152,7 @@ def forecast_alone(hub: Hub, handles: list[str], rounds: int = 2000) -> list[flo
 
 def report(name: str, on: list[float], off: list[float], sample: dict[str, list[str]]) -> None:
     p50_on, p50_off = statistics.median(on), statistics.median(off)
-    p99_on, p99_off = percentile(on, 0.99), percentile(off, 0.99)
+    p99_on, p99_off = percentile(on, 99), percentile(off, 99)
     counts = ", ".join(f"{key} {len(value)}" for key, value in sample.items())
     print(
         f"  {name:<22} with reach p50 {p50_on * 1e3:6.2f} ms p99 {p99_on * 1e3:6.2f} ms | "
@@ -190,7 +170,7 @@ def scenario(root: Path, args: argparse.Namespace, bus_url: str | None) -> None:
     with served(data, bus_url, prefix) as (client, hub):
         identity = LocalIdentity(data / "users.json", org=ORG)
         for agent in agents:
-            register(client, identity, agent)
+            register_agent(client, identity, agent, org=ORG, slug=SLUG)
         boss = identity.add_user("boss", role="admin")
         assert hub.longpoll is not None
         for agent in recent:
@@ -227,7 +207,7 @@ def scenario(root: Path, args: argparse.Namespace, bus_url: str | None) -> None:
             alone = forecast_alone(hub, agents[:size])
             print(
                 f"  forecast alone, {size:>3} handles: p50 {statistics.median(alone) * 1e6:7.1f} us"
-                f" p99 {percentile(alone, 0.99) * 1e6:7.1f} us"
+                f" p99 {percentile(alone, 99) * 1e6:7.1f} us"
             )
         if waiters is not None:
             waiters.close()

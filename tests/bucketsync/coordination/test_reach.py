@@ -233,3 +233,12 @@ def test_a_parked_waiter_on_other_keys_is_not_woken() -> None:
         return woken
 
     assert asyncio.run(scenario()) == frozenset()
+
+
+def test_discovery_documents_the_reach_states(site: Site) -> None:
+    documented = site.http.get("/v1").json()["conventions"]["reach"]
+    guide = site.http.get("/llms.txt").text
+
+    assert set(documented) >= {"delivered_to", "woken", "next_poll", "unreachable"}
+    assert documented["fresh_s"] == site.hub.settings.watch_fresh_s
+    assert "reach: {woken, next_poll, unreachable}" in guide
