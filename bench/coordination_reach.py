@@ -209,6 +209,18 @@ def scenario(root: Path, args: argparse.Namespace, bus_url: str | None) -> None:
                 f"  forecast alone, {size:>3} handles: p50 {statistics.median(alone) * 1e6:7.1f} us"
                 f" p99 {percentile(alone, 99) * 1e6:7.1f} us"
             )
+        if bus_url:
+            pinger = redis.Redis.from_url(bus_url)
+            pings = []
+            for _ in range(2000):
+                started = time.perf_counter()
+                pinger.ping()
+                pings.append(time.perf_counter() - started)
+            pinger.close()
+            print(
+                f"  (one Redis PING round trip: p50 {statistics.median(pings) * 1e6:7.1f} us"
+                f" p99 {percentile(pings, 99) * 1e6:7.1f} us)"
+            )
         if waiters is not None:
             waiters.close()
         if other is not None:
