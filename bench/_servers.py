@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.db import normalize_url
 
 PG_SERVER = os.environ.get("AGENTHUB_BENCH_PG_URL") or os.environ.get(
@@ -80,6 +82,26 @@ def wait_until_up(client: httpx.Client, path: str = "/v1/healthz", tries: int = 
             return
         except httpx.TransportError:
             time.sleep(0.1)
+
+
+def register_agent(
+    client: httpx.Client | TestClient, identity: LocalIdentity, agent: str, *, org: str, slug: str
+) -> None:
+    """Register `agent` on a local-store bucket-sync the way an agent does: a user token,
+    its scratch bucket, the handshake file, `POST /v1/agents/register`."""
+    token = identity.add_user(f"user-{agent}", role="contributor")
+    auth = {"Authorization": f"Bearer {token}"}
+    bucket = f"{org}/{slug}-{agent}"
+    client.post(f"/local/buckets/{bucket}", headers=auth)
+    client.put(
+        f"/local/buckets/{bucket}/files/.bucket-sync-handshake",
+        content=f"user-{agent}".encode(),
+        headers=auth,
+    )
+    answer = client.post(
+        "/v1/agents/register", json={"agent_id": agent, "model": "m", "harness": "h"}, headers=auth
+    )
+    assert answer.status_code == 201, answer.text
 
 
 def peak_rss_mb(pid: int) -> float:

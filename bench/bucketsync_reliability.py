@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import yaml
 from fastapi.testclient import TestClient
+
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.core import frontmatter
@@ -32,6 +35,7 @@ from agenthub.bucketsync.settings import load_settings
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
+from bench._servers import register_agent
 
 AUDIT = "bench-admin/chal-audit"
 
@@ -119,21 +123,7 @@ def idempotency_figures(root: Path, posts: int) -> None:
     agents = [f"agent-{i}" for i in range(posts // 4 + 1)]
     with TestClient(app) as client:
         for agent in agents:
-            token = identity.add_user(f"user-{agent}", role="contributor")
-            auth = {"Authorization": f"Bearer {token}"}
-            bucket = f"bench/chal-{agent}"
-            client.post(f"/local/buckets/{bucket}", headers=auth)
-            client.put(
-                f"/local/buckets/{bucket}/files/.bucket-sync-handshake",
-                content=f"user-{agent}".encode(),
-                headers=auth,
-            )
-            answer = client.post(
-                "/v1/agents/register",
-                json={"agent_id": agent, "model": "m", "harness": "h"},
-                headers=auth,
-            )
-            assert answer.status_code == 201, answer.text
+            register_agent(client, identity, agent, org="bench", slug="chal")
         with_key: list[float] = []
         without: list[float] = []
         for index in range(posts):

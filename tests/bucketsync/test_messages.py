@@ -33,6 +33,7 @@ def test_bs_4_5_promote_returns_the_documented_shape(world: World) -> None:
         "broadcast": False,
         "channel": None,
         "auto_subscribed": False,
+        "reach": {"woken": [], "next_poll": [], "unreachable": []},
     }
 
 

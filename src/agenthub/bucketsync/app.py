@@ -28,6 +28,7 @@ from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, R
 from agenthub.bucketsync.core.locks import LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
+from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.dashboard import app as dashboard
@@ -46,6 +47,7 @@ from agenthub.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from agenthub.bucketsync.scaleout.bus import RedisBus
+    from agenthub.bucketsync.scaleout.presence import RedisPresence
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,17 @@ def redis_bus(url: str, prefix: str) -> RedisBus:
     return RedisBus(url, prefix)
 
 
+def redis_presence(bus: RedisBus, prefix: str) -> RedisPresence:
+    """Each worker's presence and parked waiters in Redis, for the others' reach forecasts."""
+    import redis
+
+    from agenthub.bucketsync.scaleout.presence import RedisPresence
+
+    # Best effort (a forecast, never a write's outcome): short timeouts.
+    client = redis.Redis.from_url(bus.url, socket_timeout=2, socket_connect_timeout=2)
+    return RedisPresence(client, prefix, origin=bus.origin)
+
+
 # -- the Hub ----------------------------------------------------------------------------
 def build_hub(
     settings: BucketSyncSettings,
@@ -127,8 +140,10 @@ def build_hub(
     stamps = StampIssuer(clock)
     locks: Locks = LocalLocks()
     folder_listeners: list[Callable[[frozenset[str]], None]] = []
+    presence: PresenceMap = NoPresenceMap()
     if bus is not None:
         limiters, dedup, stamps, locks = _shared_state(settings, bus, clock)
+        presence = redis_presence(bus, settings.bus_key_prefix)
         folder_listeners.append(bus.folders_changed)
 
         def invalidate(folders: frozenset[str]) -> None:
@@ -147,22 +162,29 @@ def build_hub(
         dedup=dedup,
         stamps=stamps,
         notifier=chosen,
-        longpoll=_longpoll(settings, clock, chosen, timer) if timer is not None else None,
+        longpoll=(
+            _longpoll(settings, clock, chosen, timer, presence) if timer is not None else None
+        ),
         locks=locks,
         folder_listeners=folder_listeners,
     )
 
 
 def _longpoll(
-    settings: BucketSyncSettings, clock: Clock, notifier: Notifier, timer: Timer
+    settings: BucketSyncSettings,
+    clock: Clock,
+    notifier: Notifier,
+    timer: Timer,
+    presence: PresenceMap,
 ) -> LongPoll:
-    """The waiter registry, fed by the notifier (seed §13)."""
+    """The waiter registry, fed by the notifier (seed §13), reporting to `presence`."""
     registry = WaiterRegistry(
         clock,
         max_per_owner=settings.longpoll_max_waiters_per_owner,
         max_total=settings.longpoll_max_waiters_total,
         spread_threshold=settings.longpoll_wake_spread_threshold,
         spread_s=settings.longpoll_wake_spread_s,
+        presence_map=presence,
     )
     notifier.subscribe(registry.deliver)
     return LongPoll(registry, timer, clock, max_wait_s=settings.longpoll_max_wait_s)
@@ -269,6 +291,8 @@ def create_app(
                 scoring.shutdown()
             if bus is not None:
                 await bus.stop()
+            if hub.longpoll is not None:
+                hub.longpoll.registry.presence_map.close()
 
     app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
     serve_docs(app)

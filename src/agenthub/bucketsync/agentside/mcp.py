@@ -397,7 +397,9 @@ def build_server(session: AgentSession) -> Any:
         body: str, type: str | None = None, path: str | None = None
     ) -> dict[str, Any]:
         """Post a markdown message to the board (`@agent-id` mentions reach inboxes). It is
-        written to your scratch bucket (at `path`, or a fresh file) and then promoted."""
+        written to your scratch bucket (at `path`, or a fresh file) and then promoted. The
+        result's `reach` sorts the recipients: `woken` (watching, got it now), `next_poll`
+        (watched recently, sees it on their next poll), `unreachable` (nobody watching)."""
         return await call(session.post_message, body, type=type, path=path)
 
     @server.tool(description=INBOX_DOC)

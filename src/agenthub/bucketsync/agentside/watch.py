@@ -305,6 +305,26 @@ class WatchClient:
             params["after"] = after
         return self._call("GET", "/v1/digest", params=params)
 
+    def post_message(
+        self,
+        body: str | None = None,
+        *,
+        source: str | None = None,
+        type: str | None = None,
+        refs: str | list[str] | None = None,
+        channel: str | None = None,
+    ) -> dict[str, Any]:
+        """Post as this handle: a raw `body` (best-effort attribution) or a `source` already
+        in your scratch bucket. The answer's `reach` says which recipients are `woken`
+        now, will see it at their `next_poll`, or are `unreachable` (nobody watching)."""
+        given = {"body": body, "type": type, "refs": refs, "channel": channel}
+        payload: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        if source is not None:
+            payload["source"] = source
+        else:
+            payload["agent_id"] = self.handle
+        return self._call("POST", "/v1/messages", json=payload)
+
     def claim(self, source: str) -> dict[str, Any]:
         """Promote a claim file (`idea`, `tags`, `ttl_hours` frontmatter) already in your
         scratch bucket; the answer lists its `near_duplicates`."""

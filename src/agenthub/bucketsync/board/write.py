@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agenthub.bucketsync.board import journal
+from agenthub.bucketsync.board import journal, reach
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.core import frontmatter, idempotency, mentions, naming
 from agenthub.bucketsync.core.access import (
@@ -309,9 +309,16 @@ def publish(
         journal.roll_back(hub, entry)
         raise
     hub.audit.append(audit_row)
+    forecast = reach.wake(
+        hub,
+        author=draft.author,
+        broadcast=draft.broadcast,
+        channel=draft.channel,
+        recipients=recipients,
+        keys=wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel),
+    )
+    if forecast is not None:
+        # Before `complete`, so an Idempotency-Key replay answers with it too.
+        answer["reach"] = forecast.as_dict()
     journal.complete(hub, entry)
-    if hub.notifier is not None:
-        hub.notifier.wake(
-            wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel)
-        )
     return answer

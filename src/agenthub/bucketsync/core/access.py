@@ -32,6 +32,16 @@ def is_registered(hub: Hub, agent_id: str) -> bool:
     return naming.registration_path(agent_id) in hub.read_model.entries(naming.AGENTS)
 
 
+def registered_agents(hub: Hub) -> list[str]:
+    """Every registered agent id, sorted (the AGENTS listing, no record read)."""
+    entries = hub.read_model.entries(naming.AGENTS)
+    return sorted(
+        path[len(naming.AGENTS) : -len(".md")]
+        for path in entries
+        if path.endswith(".md") and "/" not in path[len(naming.AGENTS) :]
+    )
+
+
 def registration(hub: Hub, agent_id: str) -> Record | None:
     return hub.read_model.record(naming.registration_path(agent_id), naming.AGENTS)
 

@@ -77,6 +77,9 @@ class Hub:
     # subscribed when scoring is assembled); listeners must return at once and never raise.
     result_listeners: list[Callable[[str], None]] = field(default_factory=list)
     repairs_pending: int = 0
+    # Every post answers with its `reach`; False only for bench/coordination_reach.py's
+    # control run (the same post without the forecast).
+    reach_forecast: bool = True
 
     @property
     def central(self) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
 from agenthub.clock import Clock, FrozenClock
 
 WAKE_ALL = "*"  # a broadcast: every waiter is a recipient (delivery is read-time union)
@@ -133,6 +134,8 @@ class WaiterRegistry:
     spread_s: float = 8.0
     rng: random.Random = field(default_factory=random.Random)
     counters: Counters = field(default_factory=Counters)
+    # Told of presence stamps and parks, so other workers' reach forecasts see them.
+    presence_map: PresenceMap = field(default_factory=NoPresenceMap)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -189,18 +192,23 @@ class WaiterRegistry:
         return sum(len(ws) for ws in self._by_owner.values())
 
     # -- waking -------------------------------------------------------------------------
-    def deliver(self, keys: frozenset[str]) -> None:
-        """The notifier listener: wake the waiters holding `keys`."""
-        self.wake(keys)
+    def deliver(self, keys: frozenset[str]) -> frozenset[str]:
+        """The notifier listener: wake the waiters holding `keys`; returns the owners of
+        those that were parked (the post's `reach.woken` in this process)."""
+        return self._wake(keys)[1]
 
     def wake(self, keys: Iterable[str]) -> int:
         """Wake every waiter holding one of `keys` (all of them for WAKE_ALL); returns how
         many. Past `spread_threshold` targets each gets a uniform delay in [0, spread_s] so
         a broadcast does not become a synchronized re-poll spike."""
+        return self._wake(keys)[0]
+
+    def _wake(self, keys: Iterable[str]) -> tuple[int, frozenset[str]]:
         wanted = frozenset(keys)
         if not wanted:
-            return 0
+            return 0, frozenset()
         resolve: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        parked: set[str] = set()
         with self._lock:
             if WAKE_ALL in wanted:
                 targets = {w for ws in self._by_owner.values() for w in ws}
@@ -212,11 +220,14 @@ class WaiterRegistry:
                 waiter.delay = min(waiter.delay, delay) if waiter.latched else delay
                 waiter.latched = True
                 if waiter.future is not None:
+                    # Parked (its future may already be resolved by an earlier wake: it
+                    # has not consumed the latch yet, so its re-check follows this write).
+                    parked.add(waiter.owner)
                     resolve.append((waiter.loop, waiter.future))
             self.counters.wakes += len(targets)
         for loop, future in resolve:
             loop.call_soon_threadsafe(_resolve, future)
-        return len(targets)
+        return len(targets), frozenset(parked)
 
     async def park(self, waiter: Waiter, timer: Timer, timeout_s: float) -> tuple[Outcome, float]:
         """Wait for a wake (returning the spread delay to honour), an eviction or the budget."""
@@ -228,7 +239,13 @@ class WaiterRegistry:
             future: asyncio.Future[None] = waiter.loop.create_future()
             waiter.future = future
             self.counters.parks += 1
-        await timer.wait(future, timeout_s)
+        until = self.clock.now().timestamp() + timeout_s
+        self.presence_map.parked(waiter.owner, waiter.seq, waiter.keys, until)
+        try:
+            await timer.wait(future, timeout_s)
+        finally:
+            # Also on cancellation (the client hung up): no other worker may count it.
+            self.presence_map.unparked(waiter.owner, waiter.seq)
         with self._lock:
             waiter.future = None
             if waiter.evicted:
@@ -246,6 +263,17 @@ class WaiterRegistry:
     def stamp_presence(self, handle: str, stream: str) -> None:
         with self._lock:
             self._presence[handle] = _Presence(self.clock.monotonic(), stream)
+        self.presence_map.seen(handle, self.clock.now().timestamp())
+
+    def seen_within(self, handles: Iterable[str], fresh_s: float) -> frozenset[str]:
+        """Those of `handles` that long-polled in this process within `fresh_s`."""
+        with self._lock:
+            now = self.clock.monotonic()
+            return frozenset(
+                handle
+                for handle in handles
+                if (seen := self._presence.get(handle)) is not None and now - seen.at <= fresh_s
+            )
 
     @staticmethod
     def _seen(seen: _Presence, now: float) -> dict[str, Any]:

@@ -14,6 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+# A wake listener may answer with the handles whose parked waiters it woke (the registry
+# does: the post's `reach.woken`); other listeners answer None.
+Listener = Callable[[frozenset[str]], Iterable[str] | None]
+
 
 @dataclass(frozen=True)
 class NotifierHealth:
@@ -27,11 +31,13 @@ class NotifierHealth:
 
 
 class Notifier(Protocol):
-    def wake(self, keys: Iterable[str]) -> None:
-        """Signal that something new exists for each key (e.g. `inbox:{handle}`)."""
+    def wake(self, keys: Iterable[str]) -> frozenset[str]:
+        """Signal that something new exists for each key (e.g. `inbox:{handle}`); returns
+        the handles whose waiters were parked in THIS process (other workers' are looked
+        up in the `PresenceMap`)."""
         ...
 
-    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+    def subscribe(self, listener: Listener) -> None:
         """Call `listener(keys)` for every wake (from any thread)."""
         ...
 
@@ -43,30 +49,33 @@ class Notifier(Protocol):
 class InProcessNotifier:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: list[Callable[[frozenset[str]], None]] = []
+        self._listeners: list[Listener] = []
         self.wakes = 0
 
-    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+    def subscribe(self, listener: Listener) -> None:
         with self._lock:
             self._listeners.append(listener)
 
     def health(self) -> NotifierHealth:
         return NotifierHealth(wakes=self.wakes)
 
-    def wake(self, keys: Iterable[str]) -> None:
+    def wake(self, keys: Iterable[str]) -> frozenset[str]:
         batch = frozenset(keys)
         if not batch:
-            return
+            return frozenset()
         with self._lock:
             self.wakes += 1
-        self.deliver(batch)
+        return self.deliver(batch)
 
-    def deliver(self, batch: frozenset[str]) -> None:
-        """Hand `batch` to the listeners (uncounted: also used for other workers' wakes)."""
+    def deliver(self, batch: frozenset[str]) -> frozenset[str]:
+        """Hand `batch` to the listeners (uncounted: also used for other workers' wakes);
+        returns the handles they report woken."""
         with self._lock:
             listeners = list(self._listeners)
+        woken: set[str] = set()
         for listener in listeners:
-            listener(batch)
+            woken.update(listener(batch) or ())
+        return frozenset(woken)
 
 
 def wake_keys(*, broadcast: bool, recipients: Iterable[str], channel: str | None) -> list[str]:

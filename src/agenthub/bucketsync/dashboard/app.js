@@ -2,7 +2,7 @@
 
 import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
 import { scoreChart, seriesFrom } from "./chart.js";
-import { coordinationPages } from "./coordination.js";
+import { coordinationPages, reachText } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
 import { landscapePanel } from "./landscape.js";
 import { renderMarkdown } from "./markdown.js";
@@ -287,7 +287,7 @@ function composer(channel = null) {
       const sent = await post("/messages", message);
       body.value = "";
       if (broadcast) broadcast.checked = false;
-      notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}`, "ok");
+      notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}${reachText(sent.reach)}`, "ok");
       await refresh();
     } catch (err) { notify(`Not posted: ${explain(err)}`); }
   } }, body, el("div", { class: "row" },

@@ -33,7 +33,7 @@ export function coordinationPages(ctx) {
         if (supersedes.value) message.supersedes = supersedes.value;
         const sent = await post("/directives", message);
         body.value = "";
-        notify(`Directive ${sent.filename} pinned for every agent until acked`, "ok");
+        notify(`Directive ${sent.filename} pinned for every agent until acked${reachText(sent.reach)}`, "ok");
         await refresh();
       } catch (err) { notify(`Not posted: ${explain(err)}`); }
     } }, body, el("div", { class: "row" }, supersedes, el("button", { type: "submit" }, "Post directive")));
@@ -99,4 +99,12 @@ export function coordinationPages(ctx) {
       },
     },
   };
+}
+
+// The post's reach forecast: who got it now, who will at their next poll, who nobody watches.
+export function reachText(reach) {
+  if (!reach) return "";
+  return [["woken", reach.woken], ["next poll", reach.next_poll], ["unreachable", reach.unreachable]]
+    .filter(([, handles]) => handles?.length)
+    .map(([label, handles]) => ` · ${label}: ${handles.join(", ")}`).join("");
 }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync.core import listing, naming
+from agenthub.bucketsync.core.access import registered_agents
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record, stamped_index
@@ -68,15 +69,6 @@ def acked_by(hub: Hub, filename: str) -> frozenset[str]:
     """The handles that acknowledged the directive `filename`."""
     index = hub.read_model.derived(ACKS, "by_directive", _acks_index)
     return index.get(filename.removesuffix(".md"), frozenset())
-
-
-def registered_agents(hub: Hub) -> list[str]:
-    entries = hub.read_model.entries(naming.AGENTS)
-    return sorted(
-        path[len(naming.AGENTS) : -len(".md")]
-        for path in entries
-        if path.endswith(".md") and "/" not in path[len(naming.AGENTS) :]
-    )
 
 
 def require_directive(hub: Hub, filename: str) -> Record:

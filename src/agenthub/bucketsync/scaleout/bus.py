@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterable
 import redis
 import redis.asyncio as aioredis
 
-from agenthub.bucketsync.core.notify import InProcessNotifier, NotifierHealth
+from agenthub.bucketsync.core.notify import InProcessNotifier, Listener, NotifierHealth
 from agenthub.bucketsync.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[frozenset[str]], None]
+FolderListener = Callable[[frozenset[str]], None]
 
 
 class RedisBus:
@@ -37,7 +37,7 @@ class RedisBus:
         self._client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         self._lock = threading.Lock()
         self._local = InProcessNotifier()  # this worker's waiters
-        self._folder_listeners: list[Listener] = []
+        self._folder_listeners: list[FolderListener] = []
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self.published = 0
@@ -52,16 +52,17 @@ class RedisBus:
     def subscribe(self, listener: Listener) -> None:
         self._local.subscribe(listener)
 
-    def on_folders_changed(self, listener: Listener) -> None:
+    def on_folders_changed(self, listener: FolderListener) -> None:
         with self._lock:
             self._folder_listeners.append(listener)
 
-    def wake(self, keys: Iterable[str]) -> None:
+    def wake(self, keys: Iterable[str]) -> frozenset[str]:
         batch = frozenset(keys)
         if not batch:
-            return
-        self._local.wake(batch)
+            return frozenset()
+        woken = self._local.wake(batch)
         self._publish({"keys": sorted(batch)})
+        return woken
 
     def folders_changed(self, folders: Iterable[str]) -> None:
         changed = sorted(set(folders))
