@@ -231,7 +231,7 @@ def closure_violations(session: Session, limit: int = 20) -> list[str]:
     )
     stmt = union_all(*(select(c.c.kind, c.c.a, c.c.b) for c in checks))
     problems: dict[str, list[str]] = {"thread_id": [], "supersedes_id": [], "receipt": []}
-    for kind, a, b in session.execute(stmt):
+    for kind, a, b in session.execute(stmt).tuples():
         if kind == "receipt":
             problems[kind].append(f"receipt {canonical_uuid(a)}:{b}")
         else:
