@@ -414,12 +414,14 @@ def rows(
     board: int = 20_000,
     bundle: bool = True,
     lag_writes: int = 1000,
+    workdir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every hub-core row of the table: dicts with measure, database, ours, ceiling, ratio,
     target (all text); `board=0` leaves out the bucket-sync search row, `bundle=False`
-    the capture/import row, `lag_writes=0` the replication lag row."""
+    the capture/import row, `lag_writes=0` the replication lag row; SQLite files and
+    bundles go under `workdir` (default: the system's temporary directory)."""
     out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-", dir=workdir) as tmp:
         for kind in databases:
             if kind == "none":
                 continue
@@ -449,6 +451,9 @@ def main() -> None:
     parser.add_argument("--board", type=int, default=20_000, help="0: no search row")
     parser.add_argument("--no-bundle", action="store_true", help="no capture/import row")
     parser.add_argument("--lag-writes", type=int, default=1000, help="0: no lag row")
+    parser.add_argument(
+        "--workdir", help="where SQLite files and bundles go (e.g. /dev/shm: no disk in the figure)"
+    )
     parser.add_argument("--phase", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -467,6 +472,7 @@ def main() -> None:
             board=args.board,
             bundle=not args.no_bundle,
             lag_writes=args.lag_writes,
+            workdir=args.workdir,
         )
     )
 
