@@ -6,6 +6,12 @@
               database, loaded into hub-core's tables with `COPY FROM STDIN` on PostgreSQL,
               one `executemany` transaction on SQLite).
 
+    bundle    `agenthub hubcore capture --source-db` then `agenthub hubcore import --apply`
+              of the same rows: seconds and peak RSS of each, beside the snapshot path.
+
+    lag       State Hub POST -> readable through hub-core at 50 writes/s
+              (`bench/replication_lag.py`), p50/p99, with the load average.
+
     search    bucket-sync `GET /v1/messages?q=<three new words>&limit=50` on a 20,000-message
               board (a new query each request), req/s. Beside it: the same board listed
               without `q=` (`GET /v1/messages?limit=50`), what a search could at best cost.
@@ -14,7 +20,7 @@ Each repeat runs ours then the ceiling back to back, so machine noise hits both 
 medians are printed, and the ratio is ours / ceiling.
 
     PYTHONPATH=src python bench/ceilings_hubcore.py [--messages 200000] [--repeats 3]
-        [--db sqlite --db pg]
+        [--db sqlite --db pg] [--no-bundle] [--lag-writes 1000] [--board 20000]
 
 `agenthub` is imported from PYTHONPATH (so the same script can measure another checkout:
 `PYTHONPATH=/path/to/other/src python bench/ceilings_hubcore.py`). `rows(...)` returns the
@@ -237,13 +243,42 @@ def _phase_bulk(source: str, target: str) -> None:
     dst_engine.dispose()
 
 
+def capture_and_import(source: str, target: str, workdir: Path) -> dict[str, float]:
+    """Ours: `agenthub hubcore capture --source-db` into a bundle file, then
+    `agenthub hubcore import --apply` of it into an empty hub-core, each in its own child."""
+    bundle = workdir / f"bundle-{uuid.uuid4().hex[:6]}.json"
+    try:
+        capture_s, capture_rss, text = _run_child(
+            [sys.executable, "-m", "agenthub.cli", "hubcore", "capture", "--source-db", source,
+             "--out", str(bundle), "--captured-by", "bench"],
+            {},
+        )  # fmt: skip
+        digest = text.split("content_hash", 1)[1].split()[0]
+        import_s, import_rss, _ = _run_child(
+            [sys.executable, "-m", "agenthub.cli", "hubcore", "import", str(bundle),
+             "--expected-hash", digest, "--apply"],
+            {"HUBCORE_DATABASE_URL": target},
+        )  # fmt: skip
+        size_mb = bundle.stat().st_size / 1e6
+    finally:
+        bundle.unlink(missing_ok=True)
+        Path(f"{bundle}.evidence.json").unlink(missing_ok=True)
+    return {
+        "capture_s": capture_s, "capture_rss_mb": capture_rss,
+        "import_s": import_s, "import_rss_mb": import_rss, "bundle_mb": size_mb,
+    }  # fmt: skip
+
+
 def _median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def snapshot_rows(kind: str, messages: int, repeats: int, workdir: Path) -> list[dict[str, Any]]:
+def snapshot_rows(
+    kind: str, messages: int, repeats: int, workdir: Path, *, bundle: bool = True
+) -> list[dict[str, Any]]:
     ours: list[dict[str, float]] = []
     ceiling: list[dict[str, float]] = []
+    bundles: list[dict[str, float]] = []
     with _database(kind, workdir, "src") as source:
         seed_statehub(source, messages)
         for _ in range(repeats):
@@ -251,10 +286,13 @@ def snapshot_rows(kind: str, messages: int, repeats: int, workdir: Path) -> list
                 ours.append(follow_once(source, target))
             with _database(kind, workdir, "bulk") as target:
                 ceiling.append(bulk_load(source, target))
+            if bundle:
+                with _database(kind, workdir, "imp") as target:
+                    bundles.append(capture_and_import(source, target, workdir))
     ours_s = _median([r["seconds"] for r in ours])
     ceiling_s = _median([r["seconds"] for r in ceiling])
     ratios = [o["seconds"] / c["seconds"] for o, c in zip(ours, ceiling, strict=True)]
-    return [
+    out = [
         {
             "measure": f"hub-core snapshot (follow --once), {messages} messages",
             "database": kind,
@@ -263,6 +301,47 @@ def snapshot_rows(kind: str, messages: int, repeats: int, workdir: Path) -> list
             "ceiling": f"bulk load {ceiling_s:.1f} s ({max(r['rss_mb'] for r in ceiling):.0f} MB)",
             "ratio": f"{_median(ratios):.1f}x",
             "target": "1M in <= 60 s, peak RSS <= 200 MB each side",
+        }
+    ]
+    if bundles:
+        total = [b["capture_s"] + b["import_s"] for b in bundles]
+        out.append(
+            {
+                "measure": f"hub-core capture + bundle import, {messages} messages",
+                "database": kind,
+                "ours": f"capture {_median([b['capture_s'] for b in bundles]):.1f} s "
+                f"({max(b['capture_rss_mb'] for b in bundles):.0f} MB), import "
+                f"{_median([b['import_s'] for b in bundles]):.1f} s "
+                f"({max(b['import_rss_mb'] for b in bundles):.0f} MB), bundle "
+                f"{bundles[0]['bundle_mb']:.0f} MB",
+                "ceiling": f"the snapshot path (follow --once) {ours_s:.1f} s",
+                "ratio": f"{_median([t / o['seconds'] for t, o in zip(total, ours, strict=True)]):.1f}x",
+                "target": "<= 2x the snapshot path, <= 150 MB at 1M",
+            }
+        )
+    return out
+
+
+def lag_rows(kind: str, writes: int, repeats: int, workdir: Path) -> list[dict[str, Any]]:
+    """State Hub POST -> readable through hub-core at 50 writes/s (`bench/replication_lag.py`),
+    with the load average it ran under (the target differs for a loaded machine)."""
+    from bench.replication_lag import bench_lag
+
+    runs = []
+    for _ in range(repeats):
+        load = os.getloadavg()[0]
+        runs.append({**bench_lag(kind, writes, 50.0, workdir), "load": load})
+    p50, p99 = _median([r["p50"] for r in runs]), _median([r["p99"] for r in runs])
+    return [
+        {
+            "measure": f"replication lag, State Hub POST -> hub-core read, {writes} writes at 50/s",
+            "database": kind,
+            "ours": f"p50 {p50:.0f} ms, p99 {p99:.0f} ms (load "
+            f"{_median([r['load'] for r in runs]):.1f}, missing "
+            f"{sum(r['missing'] for r in runs):.0f})",
+            "ceiling": "Electric ~6 ms write-to-client (published, not measured here)",
+            "ratio": "",
+            "target": "p50 <= 15 / p99 <= 60 ms quiet; p99 <= 250 ms at load >= 4",
         }
     ]
 
@@ -333,15 +412,23 @@ def rows(
     repeats: int = 3,
     databases: Sequence[str] = ("sqlite", "pg"),
     board: int = 20_000,
+    bundle: bool = True,
+    lag_writes: int = 1000,
+    workdir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every hub-core row of the table: dicts with measure, database, ours, ceiling, ratio,
-    target (all text); `board=0` leaves out the bucket-sync search row."""
+    target (all text); `board=0` leaves out the bucket-sync search row, `bundle=False`
+    the capture/import row, `lag_writes=0` the replication lag row; SQLite files and
+    bundles go under `workdir` (default: the system's temporary directory)."""
     out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-", dir=workdir) as tmp:
         for kind in databases:
             if kind == "none":
                 continue
-            out.extend(snapshot_rows(kind, messages, repeats, Path(tmp)))
+            if messages:
+                out.extend(snapshot_rows(kind, messages, repeats, Path(tmp), bundle=bundle))
+            if lag_writes:
+                out.extend(lag_rows(kind, lag_writes, repeats, Path(tmp)))
     if board:
         out.extend(search_rows(board, repeats))
     return out
@@ -362,6 +449,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--db", action="append", choices=("sqlite", "pg", "none"))
     parser.add_argument("--board", type=int, default=20_000, help="0: no search row")
+    parser.add_argument("--no-bundle", action="store_true", help="no capture/import row")
+    parser.add_argument("--lag-writes", type=int, default=1000, help="0: no lag row")
+    parser.add_argument(
+        "--workdir", help="where SQLite files and bundles go (e.g. /dev/shm: no disk in the figure)"
+    )
     parser.add_argument("--phase", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -378,6 +470,9 @@ def main() -> None:
             repeats=args.repeats,
             databases=args.db if args.db is not None else ("sqlite", "pg"),
             board=args.board,
+            bundle=not args.no_bundle,
+            lag_writes=args.lag_writes,
+            workdir=args.workdir,
         )
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import stat
 import uuid
@@ -18,15 +19,21 @@ from sqlalchemy import text
 
 from agenthub.clock import FrozenClock
 from agenthub.db import make_engine
-from agenthub.hubcore import import_snapshot
+from agenthub.hubcore import bundlefile, import_snapshot
 from agenthub.hubcore import repository as repo
-from agenthub.hubcore.bundlefile import evidence_path, write_bundle
-from agenthub.hubcore.capture import capture_from_database, capture_from_statehub
+from agenthub.hubcore.bundlefile import evidence_path, read_bundle, write_bundle
+from agenthub.hubcore.canonical import hash_normalized
+from agenthub.hubcore.capture import (
+    capture_database_to_file,
+    capture_from_database,
+    capture_from_statehub,
+)
 from agenthub.hubcore.errors import CaptureFailed
 from agenthub.hubcore.store import Database
 from agenthub.statehub import migrate as statehub_migrate
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
+from tests.hubcore import bundles
 from tests.hubcore.statehub_source import populate
 from tests.support.databases import require_pg, temporary_pg_database
 from tests.support.servers import live_server as serving
@@ -208,6 +215,60 @@ def test_bundle_is_private_and_evidence_holds_hashes_and_counts_only(
         assert message["body"] not in evidence_text.split('"')
         assert message["subject"] not in evidence_text.split('"')
     assert statehub_url not in evidence_text and "postgresql://" not in evidence_text
+
+
+def test_capture_to_file_writes_the_same_bundle_and_evidence_as_it_reads(
+    statehub_url: str,
+    source: dict[str, str],
+    clock: FrozenClock,
+    tmp_path: Path,
+    hubcore_db: Database,
+) -> None:
+    whole = capture(statehub_url, clock)
+    old = tmp_path / "old" / "inbox.json"
+    write_bundle(whole, old)
+    out = tmp_path / "streamed" / "inbox.json"
+    head, evidence_file = capture_database_to_file(
+        statehub_url, out, clock=clock, captured_by="tests"
+    )
+    streamed = json.loads(out.read_bytes())
+    # PostgreSQL's source_time is each capture's own transaction time.
+    for b in (streamed, whole, head):
+        assert b["source"].pop("source_time")
+    assert streamed == whole and "messages" not in head
+    assert {k: v for k, v in whole.items() if k not in bundlefile.PARTS} == head
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    evidence, old_evidence = (
+        json.loads(f.read_text()) for f in (evidence_file, evidence_path(old))
+    )
+    assert evidence["bundle_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    for e in (evidence, old_evidence):
+        del e["bundle_sha256"], e["bundle_file"], e["source"]["source_time"]
+    assert evidence == old_evidence
+    # Both layouts of the one v1 object import alike (bundles written before stay valid).
+    for bundle_file in (old, out):
+        with hubcore_db.read_only() as session:
+            result = import_snapshot(
+                session, read_bundle(bundle_file), expected_hash=whole["content_hash"]
+            )
+        assert result.outcome == "valid" and result.messages == 21
+
+
+def test_bundle_writer_refuses_rows_out_of_key_order_and_leaves_no_file(
+    tmp_path: Path,
+) -> None:
+    rows = [bundles.message(2, revision=1), bundles.message(1, revision=2)]
+    out = tmp_path / "inbox.json"
+    with pytest.raises(ValueError, match="out of key order"), bundlefile.BundleWriter(out) as w:
+        w.part("messages", iter(rows))
+    assert list(tmp_path.iterdir()) == []
+    rows.reverse()  # the same rows in key order hash as the whole-list hash does
+    with bundlefile.BundleWriter(out) as w:
+        for part, part_rows in (("messages", rows), ("receipts", []), ("tombstones", [])):
+            w.part(part, iter(part_rows))
+        head, _ = w.finish({"instance": "x"}, "2026-01-01T00:00:00.000000Z")
+    assert head["content_hash"] == hash_normalized(rows, lambda r: str(r["id"]))
+    assert json.loads(out.read_bytes())["messages"] == rows
 
 
 def test_capture_needs_to_know_which_state_hub_it_read(

@@ -10,7 +10,6 @@ transport it came through.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -201,9 +200,7 @@ def receipt_key(row: Mapping[str, Any]) -> str:
 
 
 def _digest(rows: Iterable[Row], key: Callable[[Row], str]) -> str:
-    ordered = sorted(rows, key=key)
-    payload = json.dumps(ordered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(inbox_feed.canonical_bytes(sorted(rows, key=key))).hexdigest()
 
 
 def snapshot_hash(messages: Iterable[Any]) -> str:

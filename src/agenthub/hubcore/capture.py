@@ -8,8 +8,11 @@ Both produce the same bundle; neither can write to State Hub.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +22,7 @@ from agenthub.clock import Clock
 from agenthub.contracts.inbox_feed import CONTRACT, encode_cursor
 from agenthub.db import make_engine
 from agenthub.hubcore.bundle_rules import SCHEMA
+from agenthub.hubcore.bundlefile import BundleWriter
 from agenthub.hubcore.canonical import (
     MESSAGE_ROW_FIELDS,
     RECEIPT_ROW_FIELDS,
@@ -74,15 +78,14 @@ def _columns(conn: Connection, table: str) -> set[str]:
     return {c["name"] for c in inspect(conn).get_columns(table)}
 
 
-def _fetch(
+def _rows(
     conn: Connection, sql: str, normalize: Callable[[Any], Row], progress: Progress | None
-) -> list[Row]:
-    rows: list[Row] = []
+) -> Iterator[Row]:
     result = conn.execution_options(yield_per=FETCH_BATCH).execute(text(sql))
     for partition in result.mappings().partitions():
         for raw in partition:
             try:
-                rows.append(normalize(dict(raw)))
+                yield normalize(dict(raw))
             except MalformedRow as exc:
                 raise CaptureFailed(
                     f"source row {dict(raw).get('id') or dict(raw).get('message_id')} "
@@ -92,13 +95,18 @@ def _fetch(
                 ) from None
         if progress is not None:
             progress(len(partition))
-    return rows
 
 
-def _select(table: str, fields: tuple[str, ...], has_revision: bool) -> str:
+def _select(
+    conn: Connection, table: str, fields: tuple[str, ...], has_revision: bool, key: str
+) -> str:
+    """Every row of `table`, in the bundle's key order (so a file is written as it is read:
+    ids sort as their canonical text on both databases, agents by code point)."""
     wanted = [f for f in fields if f != "revision"]
     revision = "revision" if has_revision else f"{CAPTURE_WIDE_REVISION} AS revision"
-    return f"SELECT {', '.join(wanted)}, {revision} FROM {table}"
+    collate = ' COLLATE "C"' if conn.dialect.name == "postgresql" else ""
+    order = ", ".join(f"{k}{collate if k == 'agent' else ''}" for k in key.split(","))
+    return f"SELECT {', '.join(wanted)}, {revision} FROM {table} ORDER BY {order}"
 
 
 def _begin_consistent_read(conn: Connection) -> None:
@@ -136,15 +144,68 @@ def _stored_instance(conn: Connection, tables: set[str]) -> str | None:
     return str(value) if value else None
 
 
-def capture_from_database(
-    url: str,
-    *,
-    clock: Clock,
-    captured_by: str,
-    source_instance: str | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Read every message, receipt and tombstone of a State Hub database in one view."""
+@dataclass
+class _View:
+    """One consistent read of a State Hub database: its facts, and its rows part by part."""
+
+    conn: Connection
+    instance: str
+    source_time: datetime
+    tables: set[str]
+    revision_columns: tuple[bool, bool]
+    progress: Progress | None
+
+    def parts(self) -> Iterator[tuple[str, Iterator[Row]]]:
+        """(part, rows in key order) for messages, receipts and tombstones, in that order."""
+        message_revision, receipt_revision = self.revision_columns
+        yield (
+            "messages",
+            _rows(
+                self.conn,
+                _select(self.conn, "agent_messages", MESSAGE_ROW_FIELDS, message_revision, "id"),
+                normalize_message,
+                self.progress,
+            ),
+        )
+        yield (
+            "receipts",
+            _rows(
+                self.conn,
+                _select(
+                    self.conn,
+                    "message_receipts",
+                    RECEIPT_ROW_FIELDS,
+                    receipt_revision,
+                    "message_id,agent",
+                ),
+                normalize_receipt,
+                self.progress,
+            ),
+        )
+        tombstones: Iterator[Row] = iter(())
+        if "message_tombstones" in self.tables:
+            sql = _select(self.conn, "message_tombstones", TOMBSTONE_ROW_FIELDS, True, "message_id")
+            tombstones = _rows(self.conn, sql, normalize_tombstone, None)
+        yield "tombstones", tombstones
+
+    def source(self, captured_by: str, high_water: int) -> dict[str, Any]:
+        return {
+            "instance": self.instance,
+            "cursor": encode_cursor(high_water),
+            "source_time": canonical_timestamp(self.source_time, "source_time"),
+            "captured_by": captured_by,
+            "via": "source-db",
+            "database": self.conn.dialect.name,
+            "revision_column": all(self.revision_columns),
+        }
+
+
+@contextmanager
+def _database_view(
+    url: str, *, clock: Clock, source_instance: str | None, progress: Progress | None
+) -> Iterator[_View]:
+    """Open one read-only consistent view of a State Hub database; any failure inside
+    becomes `CaptureFailed`."""
     try:
         engine = make_engine(url)
     except ValueError as exc:
@@ -160,35 +221,17 @@ def capture_from_database(
                     "the source database has no State Hub inbox tables",
                     hint="point --source-db at State Hub's database (STATEHUB_DATABASE_URL)",
                 )
-            message_revision = "revision" in _columns(conn, "agent_messages")
-            receipt_revision = "revision" in _columns(conn, "message_receipts")
+            revisions = (
+                "revision" in _columns(conn, "agent_messages"),
+                "revision" in _columns(conn, "message_receipts"),
+            )
             instance = source_instance or _stored_instance(conn, tables)
             if not instance:
                 raise CaptureFailed(
                     "the source database records no instance label",
                     hint="pass --source-instance with State Hub's STATEHUB_INSTANCE_LABEL",
                 )
-            source_time = _source_time(conn, clock)
-            messages = _fetch(
-                conn,
-                _select("agent_messages", MESSAGE_ROW_FIELDS, message_revision),
-                normalize_message,
-                progress,
-            )
-            receipts = _fetch(
-                conn,
-                _select("message_receipts", RECEIPT_ROW_FIELDS, receipt_revision),
-                normalize_receipt,
-                progress,
-            )
-            tombstones: list[Row] = []
-            if "message_tombstones" in tables:
-                tombstones = _fetch(
-                    conn,
-                    _select("message_tombstones", TOMBSTONE_ROW_FIELDS, True),
-                    normalize_tombstone,
-                    None,
-                )
+            yield _View(conn, instance, _source_time(conn, clock), tables, revisions, progress)
             conn.rollback()
     except CaptureFailed:
         raise
@@ -199,26 +242,57 @@ def capture_from_database(
         ) from None
     finally:
         engine.dispose()
-    high_water = max(
-        (r["revision"] for r in (*messages, *receipts, *tombstones)),
-        default=CAPTURE_WIDE_REVISION,
-    )
-    source = {
-        "instance": instance,
-        "cursor": encode_cursor(high_water),
-        "source_time": canonical_timestamp(source_time, "source_time"),
-        "captured_by": captured_by,
-        "via": "source-db",
-        "database": engine.dialect.name,
-        "revision_column": message_revision and receipt_revision,
-    }
+
+
+def capture_from_database(
+    url: str,
+    *,
+    clock: Clock,
+    captured_by: str,
+    source_instance: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Read every message, receipt and tombstone of a State Hub database in one view."""
+    with _database_view(
+        url, clock=clock, source_instance=source_instance, progress=progress
+    ) as view:
+        rows = {part: list(part_rows) for part, part_rows in view.parts()}
+        high_water = max(
+            (r["revision"] for part_rows in rows.values() for r in part_rows),
+            default=CAPTURE_WIDE_REVISION,
+        )
+        source = view.source(captured_by, high_water)
     return build_bundle(
         source=source,
         captured_at=clock.now(),
-        messages=messages,
-        receipts=receipts,
-        tombstones=tombstones,
+        messages=rows["messages"],
+        receipts=rows["receipts"],
+        tombstones=rows["tombstones"],
     )
+
+
+def capture_database_to_file(
+    url: str,
+    out: Path,
+    *,
+    clock: Clock,
+    captured_by: str,
+    source_instance: str | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """`capture_from_database` written straight to the bundle file `out` as the rows are
+    read (memory does not grow with the inbox); the bundle without its rows, and the
+    evidence path. Nothing is left at `out` unless the whole capture succeeded."""
+    with (
+        _database_view(
+            url, clock=clock, source_instance=source_instance, progress=progress
+        ) as view,
+        BundleWriter(out) as writer,
+    ):
+        for part, part_rows in view.parts():
+            writer.part(part, part_rows)
+        source = view.source(captured_by, writer.high_water(CAPTURE_WIDE_REVISION))
+        return writer.finish(source, canonical_timestamp(clock.now(), "captured_at"))
 
 
 # -- from State Hub's feed snapshot -----------------------------------------------------

@@ -66,7 +66,7 @@ def capture(
 ) -> None:
     """Capture a State Hub inbox into a snapshot bundle plus a hashes-only evidence file."""
     from agenthub.hubcore.bundlefile import write_bundle
-    from agenthub.hubcore.capture import capture_from_database, capture_from_statehub
+    from agenthub.hubcore.capture import capture_database_to_file, capture_from_statehub
 
     if (source_db is None) == (from_statehub is None):
         raise CliError("give exactly one of --source-db or --from-statehub")
@@ -74,8 +74,10 @@ def capture(
     clock = SystemClock()
     if source_db is not None:
         with _progress("capturing rows", None) as advance:
-            bundle = capture_from_database(
+            # Written to the file as it is read: memory does not grow with the inbox.
+            bundle, evidence = capture_database_to_file(
                 source_db,
+                out,
                 clock=clock,
                 captured_by=who,
                 source_instance=source_instance,
@@ -91,7 +93,7 @@ def capture(
                 page_size=page_size,
                 progress=advance,
             )
-    evidence = write_bundle(bundle, out)
+        evidence = write_bundle(bundle, out)
     typer.echo(f"bundle      {out} (mode 0600)")
     typer.echo(f"evidence    {evidence}")
     typer.echo(f"source      {bundle['source']['instance']} at {bundle['source']['cursor']}")

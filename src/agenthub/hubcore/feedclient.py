@@ -16,6 +16,7 @@ import asyncio
 from typing import Any, Protocol
 
 import httpx
+import orjson
 
 from agenthub.hubcore.errors import ResnapshotRequired, SourceUnavailable
 from agenthub.statehub.api.errors import error_body, status_of
@@ -71,7 +72,9 @@ class HttpFeedSource:
             base_url=self.base_url, timeout=httpx.Timeout(30.0, read=None)
         )
 
-    async def _get(self, path: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def _get(
+        self, path: str, params: dict[str, Any], timeout: float, *, fast: bool = False
+    ) -> dict[str, Any]:
         try:
             response = await self._client.get(path, params=params, timeout=timeout)
         except httpx.HTTPError as exc:
@@ -80,7 +83,10 @@ class HttpFeedSource:
                 hint="is State Hub running, and is HUBCORE_STATEHUB_URL right?",
             ) from exc
         try:
-            body = response.json()
+            # orjson parses a 5000-row snapshot page in a fraction of json's time; it
+            # reads an integer beyond 64 bits as a float, which the snapshot's row
+            # checks refuse anyway, so feed pages keep json's exact integers.
+            body = orjson.loads(response.content) if fast else response.json()
         except ValueError:
             body = response.text
         if response.status_code != 200 or not isinstance(body, dict):
@@ -109,7 +115,7 @@ class HttpFeedSource:
         params: dict[str, Any] = {"page_size": page_size}
         if token is not None:
             params["page"] = token
-        return await self._get("/messages/feed/snapshot", params, 300.0)
+        return await self._get("/messages/feed/snapshot", params, 300.0, fast=True)
 
     async def aclose(self) -> None:
         if self._own:
