@@ -82,7 +82,7 @@ class InboxService:
                 supersedes_id=data.supersedes_id,
                 created_at=now,
             )
-            session.add(message)
+            repo.insert_message(session, message)
             # A broadcast replaces its predecessor in the same transaction, so a
             # reader never sees both live (and the feed shows one revision).
             if (
