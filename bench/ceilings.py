@@ -19,6 +19,7 @@ rows come from `bench/ceilings_hubcore.py` (`rows(args)`) when that file exists.
 
     PYTHONPATH=src python3 bench/ceilings.py [--rounds 3] [--seconds 3] [--changes 200000]
         [--waiters 256] [--only send,unread,feed,writes,wake] [--databases sqlite,postgresql]
+        [--no-access-log]   (uvicorn's access log is a deployment setting: measure both)
 """
 
 from __future__ import annotations
@@ -141,20 +142,24 @@ def trivial_wake_app() -> Any:
     return app
 
 
-def serve_child(kind: str, port: int, database_url: str | None) -> None:
+def serve_child(kind: str, port: int, database_url: str | None, access_log: bool) -> None:
     import uvicorn
 
     app = minimal_app(database_url or "") if kind == "minimal" else trivial_wake_app()
     # The same setup as `agenthub statehub serve`.
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info", access_log=access_log)
 
 
 @contextmanager
-def child_server(kind: str, database_url: str | None = None) -> Iterator[str]:
+def child_server(
+    kind: str, database_url: str | None = None, *, access_log: bool = True
+) -> Iterator[str]:
     port = free_port()
     argv = [sys.executable, __file__, "--serve", kind, "--port", str(port)]
     if database_url is not None:
         argv += ["--database-url", database_url]
+    if not access_log:
+        argv.append("--no-access-log")
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -255,10 +260,13 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
     out: list[Row] = []
     single: dict[str, list[float]] = {}
     for kind in args.databases:
-        with _database(kind) as url, statehub_server(url) as (base, _pid):
+        with (
+            _database(kind) as url,
+            statehub_server(url, access_log=args.access_log) as (base, _pid),
+        ):
             _add_plain_table(url)
             _broadcasts(base, 20)
-            with child_server("minimal", url) as minimal:
+            with child_server("minimal", url, access_log=args.access_log) as minimal:
                 plans = [(1, "1 client")] + ([(8, "8 clients")] if kind == "postgresql" else [])
                 for clients, label in plans:
                     ratios: list[float] = []
@@ -569,9 +577,15 @@ def main() -> None:
     parser.add_argument("--serve", choices=("minimal", "trivial-wake"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="send rows: State Hub and the minimal app both without uvicorn's access log",
+    )
     args = parser.parse_args()
     if args.serve is not None:
-        serve_child(args.serve, args.port, args.database_url)
+        serve_child(args.serve, args.port, args.database_url, args.access_log)
         return
     args.databases = [d for d in args.databases.split(",") if d]
     sections = {**SECTIONS, "hubcore": hubcore_rows}
@@ -584,7 +598,11 @@ def main() -> None:
         print(f"({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr)
         if section:
             print_table(section, file=sys.stderr)
-    print(f"\nceilings: median of {args.rounds} interleaved round(s) (cwd {os.getcwd()})\n")
+    log = "on" if args.access_log else "off"
+    print(
+        f"\nceilings: median of {args.rounds} interleaved round(s), access log {log}"
+        f" (cwd {os.getcwd()})\n"
+    )
     print_table(rows)
 
 
