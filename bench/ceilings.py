@@ -3,6 +3,10 @@
 One command, both databases. Each row runs its variants interleaved (ours,
 ceiling, ours, ceiling, …) in one run, so noise on this shared machine hits
 both alike; a ratio is taken per round and the median printed.
+Throughput rows also print each server's CPU per request, and the send rows
+"(CPU n%)": the minimal app's CPU per request over ours, the ratio a server
+bound by its own CPU would reach; it moves much less with the machine's load
+than the rates do.
 
   row                          ours                           ceiling
   send PostgreSQL, 8 clients   State Hub POST /messages/      minimal FastAPI app, one INSERT
@@ -36,7 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,7 +157,8 @@ def serve_child(kind: str, port: int, database_url: str | None, access_log: bool
 @contextmanager
 def child_server(
     kind: str, database_url: str | None = None, *, access_log: bool = True
-) -> Iterator[str]:
+) -> Iterator[tuple[str, int]]:
+    """A ceiling's server in a child process: (base URL, pid)."""
     port = free_port()
     argv = [sys.executable, __file__, "--serve", kind, "--port", str(port)]
     if database_url is not None:
@@ -172,10 +177,16 @@ def child_server(
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{kind} server did not start") from None
                 time.sleep(0.1)
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _get(base: str, target: str) -> bytes:
@@ -200,24 +211,40 @@ def _send_payload(i: int) -> bytes:
     ).encode()
 
 
-def _sends(base: str, clients: int, seconds: float) -> tuple[float, float]:
+# A throughput sample: (requests/s, p50 ms, the server's CPU ms per request). On a
+# loaded machine the rate follows the load; the server's CPU per request much less.
+Sample = tuple[float, float, float]
+
+
+def _sends(server: tuple[str, int], clients: int, seconds: float) -> Sample:
     async def send(conn: LeanConnection, i: int) -> int:
         status, _body = await conn.request("POST", "/messages/", _send_payload(i), JSON)
         return status
 
-    rate, latencies = asyncio.run(closed_loop(base, clients, seconds, send))
-    return rate, percentile(latencies, 50) * 1000
+    return _sample(server, clients, seconds, send)
 
 
-def _unread(base: str, seconds: float) -> tuple[float, float]:
+def _unread(server: tuple[str, int], seconds: float) -> Sample:
     target = "/messages/?to_agent=reader-0&unread_only=true&limit=20"
 
     async def read(conn: LeanConnection, _i: int) -> int:
         status, _body = await conn.request("GET", target)
         return status
 
-    rate, latencies = asyncio.run(closed_loop(base, 1, seconds, read))
-    return rate, percentile(latencies, 50) * 1000
+    return _sample(server, 1, seconds, read)
+
+
+def _sample(
+    server: tuple[str, int],
+    clients: int,
+    seconds: float,
+    request: Callable[[LeanConnection, int], Awaitable[int]],
+) -> Sample:
+    base, pid = server
+    cpu = _cpu_s(pid)
+    rate, latencies = asyncio.run(closed_loop(base, clients, seconds, request))
+    cpu_ms = (_cpu_s(pid) - cpu) * 1000 / max(1, len(latencies))
+    return rate, percentile(latencies, 50) * 1000, cpu_ms
 
 
 def _broadcasts(base: str, count: int) -> None:
@@ -262,32 +289,36 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
     for kind in args.databases:
         with (
             _database(kind) as url,
-            statehub_server(url, access_log=args.access_log) as (base, _pid),
+            statehub_server(url, access_log=args.access_log) as ours_server,
         ):
+            base = ours_server[0]
             _add_plain_table(url)
             _broadcasts(base, 20)
             with child_server("minimal", url, access_log=args.access_log) as minimal:
                 plans = [(1, "1 client")] + ([(8, "8 clients")] if kind == "postgresql" else [])
                 for clients, label in plans:
                     ratios: list[float] = []
-                    ours: list[tuple[float, float]] = []
-                    ceiling: list[tuple[float, float]] = []
+                    cpu_ratios: list[float] = []
+                    ours: list[Sample] = []
+                    ceiling: list[Sample] = []
                     for _round in range(args.rounds):
-                        ours.append(_sends(base, clients, args.seconds))
+                        ours.append(_sends(ours_server, clients, args.seconds))
                         ceiling.append(_sends(minimal, clients, args.seconds))
                         ratios.append(ours[-1][0] / ceiling[-1][0])
+                        cpu_ratios.append(ceiling[-1][2] / ours[-1][2])
                     if clients == 1:
-                        single[kind] = [r for r, _ in ours]
+                        single[kind] = [sample[0] for sample in ours]
                     out.append(
                         _row(
                             f"POST /messages/ {kind}, {label}",
                             _rate(ours),
                             _rate(ceiling),
-                            f"{statistics.median(ratios):.0%}",
+                            f"{statistics.median(ratios):.0%}"
+                            f" (CPU {statistics.median(cpu_ratios):.0%})",
                             "≥ 80% of the minimal app",
                         )
                     )
-            reads = [_unread(base, args.seconds) for _ in range(args.rounds)]
+            reads = [_unread(ours_server, args.seconds) for _ in range(args.rounds)]
             out.append(
                 _row(
                     f"GET /messages/?unread_only=true {kind}, 1 client",
@@ -311,10 +342,11 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
     return out
 
 
-def _rate(samples: list[tuple[float, float]]) -> str:
-    rate = statistics.median(r for r, _ in samples)
-    p50 = statistics.median(p for _, p in samples)
-    return f"{rate:,.0f} req/s p50 {p50:.1f} ms"
+def _rate(samples: list[Sample]) -> str:
+    rate = statistics.median(s[0] for s in samples)
+    p50 = statistics.median(s[1] for s in samples)
+    cpu = statistics.median(s[2] for s in samples)
+    return f"{rate:,.0f} req/s p50 {p50:.1f} ms, CPU {cpu:.2f} ms/req"
 
 
 def _catch_up(base: str) -> tuple[float, int]:
@@ -505,7 +537,7 @@ def wake_rows(args: argparse.Namespace) -> list[Row]:
     base_p50: list[float] = []
     base_p99: list[float] = []
     base_post: list[float] = []
-    with child_server("trivial-wake") as trivial:
+    with child_server("trivial-wake") as (trivial, _pid):
         for _round in range(args.rounds):
             wake, post = asyncio.run(broadcast_wake(args.waiters, args.broadcasts))
             ours_p50.append(percentile(wake, 50))
