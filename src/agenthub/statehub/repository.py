@@ -12,6 +12,7 @@ from sqlalchemy import (
     BindParameter,
     ColumnElement,
     CompoundSelect,
+    Connection,
     Integer,
     Row,
     Select,
@@ -62,7 +63,7 @@ def get_message_for_update(session: Session, message_id: uuid.UUID) -> AgentMess
     return session.scalars(stmt).one_or_none()
 
 
-def identity(session: Session, agent: str) -> tuple[str, list[str]]:
+def identity(session: Session | Connection, agent: str) -> tuple[str, list[str]]:
     """`agent`'s canonical slug and every stored spelling of it (the canonical slug
     and all its aliases), in one query."""
     canonical = agent
@@ -90,7 +91,7 @@ def _identity_statement() -> CompoundSelect[bool, str]:
     )
 
 
-def identity_values(session: Session, agent: str) -> list[str]:
+def identity_values(session: Session | Connection, agent: str) -> list[str]:
     """Every stored spelling of `agent`: its canonical slug and all aliases of it."""
     return identity(session, agent)[1]
 
@@ -107,7 +108,7 @@ def not_expired(now: datetime | BindParameter[Any]) -> ColumnElement[bool]:
 
 
 def list_messages(
-    session: Session,
+    session: Session | Connection,
     *,
     now: datetime,
     to_values: Sequence[str] | None,
