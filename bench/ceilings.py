@@ -12,6 +12,7 @@ than the rates do.
   send PostgreSQL, 8 clients   State Hub POST /messages/      minimal FastAPI app, one INSERT
   send SQLite, 1 client        State Hub POST /messages/      the same minimal app on SQLite WAL
   send PostgreSQL, 1 client    (for "SQLite no slower than PostgreSQL for one writer")
+  send PostgreSQL, 8, xid      State Hub in `xid` revision mode (no commit serialization)
   unread read, 1 client        GET /messages/?unread_only     target ≥ 500 req/s, p50 ≤ 3 ms
   feed catch-up, limit 5000    GET /messages/feed pages       PostgreSQL COPY (row_to_json)
   writes, 8 writers            pgbench INSERT, lock and xid   the same INSERT with no trigger
@@ -294,19 +295,33 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
             base = ours_server[0]
             _add_plain_table(url)
             _broadcasts(base, 20)
-            with child_server("minimal", url, access_log=args.access_log) as minimal:
-                plans = [(1, "1 client")] + ([(8, "8 clients")] if kind == "postgresql" else [])
-                for clients, label in plans:
+            with (
+                child_server("minimal", url, access_log=args.access_log) as minimal,
+                contextlib.ExitStack() as stack,
+            ):
+                plans = [(ours_server, 1, "1 client")]
+                if kind == "postgresql":
+                    # `xid` mode too: how much of the 8-client gap is `lock` mode's
+                    # serialized commits (the write rows measure the same at the SQL level).
+                    xid_server = stack.enter_context(
+                        statehub_server(
+                            stack.enter_context(_database(kind)),
+                            access_log=args.access_log,
+                            STATEHUB_REVISION_MODE="xid",
+                        )
+                    )
+                    plans += [(ours_server, 8, "8 clients"), (xid_server, 8, "8 clients, xid")]
+                for server, clients, label in plans:
                     ratios: list[float] = []
                     cpu_ratios: list[float] = []
                     ours: list[Sample] = []
                     ceiling: list[Sample] = []
                     for _round in range(args.rounds):
-                        ours.append(_sends(ours_server, clients, args.seconds))
+                        ours.append(_sends(server, clients, args.seconds))
                         ceiling.append(_sends(minimal, clients, args.seconds))
                         ratios.append(ours[-1][0] / ceiling[-1][0])
                         cpu_ratios.append(ceiling[-1][2] / ours[-1][2])
-                    if clients == 1:
+                    if label == "1 client":
                         single[kind] = [sample[0] for sample in ours]
                     out.append(
                         _row(
