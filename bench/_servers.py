@@ -46,12 +46,15 @@ def pg_database(prefix: str = "agenthub_bench") -> Iterator[str]:
 
 
 @contextmanager
-def statehub_server(database_url: str, **env: str) -> Iterator[tuple[str, int]]:
+def statehub_server(
+    database_url: str, *, access_log: bool = True, **env: str
+) -> Iterator[tuple[str, int]]:
     """Run `agenthub statehub serve` in a subprocess; yields (base URL, pid)."""
     port = free_port()
     environment = {**os.environ, "STATEHUB_DATABASE_URL": database_url, **env}
+    argv = [sys.executable, "-m", "agenthub.cli", "statehub", "serve", "--port", str(port)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agenthub.cli", "statehub", "serve", "--port", str(port)],
+        argv if access_log else [*argv, "--no-access-log"],
         env=environment,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

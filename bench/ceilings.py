@@ -3,11 +3,16 @@
 One command, both databases. Each row runs its variants interleaved (ours,
 ceiling, ours, ceiling, …) in one run, so noise on this shared machine hits
 both alike; a ratio is taken per round and the median printed.
+Throughput rows also print each server's CPU per request, and the send rows
+"(CPU n%)": the minimal app's CPU per request over ours, the ratio a server
+bound by its own CPU would reach; it moves much less with the machine's load
+than the rates do.
 
   row                          ours                           ceiling
   send PostgreSQL, 8 clients   State Hub POST /messages/      minimal FastAPI app, one INSERT
   send SQLite, 1 client        State Hub POST /messages/      the same minimal app on SQLite WAL
   send PostgreSQL, 1 client    (for "SQLite no slower than PostgreSQL for one writer")
+  send PostgreSQL, 8, xid      State Hub in `xid` revision mode (no commit serialization)
   unread read, 1 client        GET /messages/?unread_only     target ≥ 500 req/s, p50 ≤ 3 ms
   feed catch-up, limit 5000    GET /messages/feed pages       PostgreSQL COPY (row_to_json)
   writes, 8 writers            pgbench INSERT, lock and xid   the same INSERT with no trigger
@@ -19,6 +24,7 @@ rows come from `bench/ceilings_hubcore.py` (`rows(args)`) when that file exists.
 
     PYTHONPATH=src python3 bench/ceilings.py [--rounds 3] [--seconds 3] [--changes 200000]
         [--waiters 256] [--only send,unread,feed,writes,wake] [--databases sqlite,postgresql]
+        [--no-access-log]   (uvicorn's access log is a deployment setting: measure both)
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,20 +147,25 @@ def trivial_wake_app() -> Any:
     return app
 
 
-def serve_child(kind: str, port: int, database_url: str | None) -> None:
+def serve_child(kind: str, port: int, database_url: str | None, access_log: bool) -> None:
     import uvicorn
 
     app = minimal_app(database_url or "") if kind == "minimal" else trivial_wake_app()
     # The same setup as `agenthub statehub serve`.
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="info", access_log=access_log)
 
 
 @contextmanager
-def child_server(kind: str, database_url: str | None = None) -> Iterator[str]:
+def child_server(
+    kind: str, database_url: str | None = None, *, access_log: bool = True
+) -> Iterator[tuple[str, int]]:
+    """A ceiling's server in a child process: (base URL, pid)."""
     port = free_port()
     argv = [sys.executable, __file__, "--serve", kind, "--port", str(port)]
     if database_url is not None:
         argv += ["--database-url", database_url]
+    if not access_log:
+        argv.append("--no-access-log")
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -167,10 +178,16 @@ def child_server(kind: str, database_url: str | None = None) -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{kind} server did not start") from None
                 time.sleep(0.1)
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _get(base: str, target: str) -> bytes:
@@ -195,24 +212,40 @@ def _send_payload(i: int) -> bytes:
     ).encode()
 
 
-def _sends(base: str, clients: int, seconds: float) -> tuple[float, float]:
+# A throughput sample: (requests/s, p50 ms, the server's CPU ms per request). On a
+# loaded machine the rate follows the load; the server's CPU per request much less.
+Sample = tuple[float, float, float]
+
+
+def _sends(server: tuple[str, int], clients: int, seconds: float) -> Sample:
     async def send(conn: LeanConnection, i: int) -> int:
         status, _body = await conn.request("POST", "/messages/", _send_payload(i), JSON)
         return status
 
-    rate, latencies = asyncio.run(closed_loop(base, clients, seconds, send))
-    return rate, percentile(latencies, 50) * 1000
+    return _sample(server, clients, seconds, send)
 
 
-def _unread(base: str, seconds: float) -> tuple[float, float]:
+def _unread(server: tuple[str, int], seconds: float) -> Sample:
     target = "/messages/?to_agent=reader-0&unread_only=true&limit=20"
 
     async def read(conn: LeanConnection, _i: int) -> int:
         status, _body = await conn.request("GET", target)
         return status
 
-    rate, latencies = asyncio.run(closed_loop(base, 1, seconds, read))
-    return rate, percentile(latencies, 50) * 1000
+    return _sample(server, 1, seconds, read)
+
+
+def _sample(
+    server: tuple[str, int],
+    clients: int,
+    seconds: float,
+    request: Callable[[LeanConnection, int], Awaitable[int]],
+) -> Sample:
+    base, pid = server
+    cpu = _cpu_s(pid)
+    rate, latencies = asyncio.run(closed_loop(base, clients, seconds, request))
+    cpu_ms = (_cpu_s(pid) - cpu) * 1000 / max(1, len(latencies))
+    return rate, percentile(latencies, 50) * 1000, cpu_ms
 
 
 def _broadcasts(base: str, count: int) -> None:
@@ -255,31 +288,52 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
     out: list[Row] = []
     single: dict[str, list[float]] = {}
     for kind in args.databases:
-        with _database(kind) as url, statehub_server(url) as (base, _pid):
+        with (
+            _database(kind) as url,
+            statehub_server(url, access_log=args.access_log) as ours_server,
+        ):
+            base = ours_server[0]
             _add_plain_table(url)
             _broadcasts(base, 20)
-            with child_server("minimal", url) as minimal:
-                plans = [(1, "1 client")] + ([(8, "8 clients")] if kind == "postgresql" else [])
-                for clients, label in plans:
+            with (
+                child_server("minimal", url, access_log=args.access_log) as minimal,
+                contextlib.ExitStack() as stack,
+            ):
+                plans = [(ours_server, 1, "1 client")]
+                if kind == "postgresql":
+                    # `xid` mode too: how much of the 8-client gap is `lock` mode's
+                    # serialized commits (the write rows measure the same at the SQL level).
+                    xid_server = stack.enter_context(
+                        statehub_server(
+                            stack.enter_context(_database(kind)),
+                            access_log=args.access_log,
+                            STATEHUB_REVISION_MODE="xid",
+                        )
+                    )
+                    plans += [(ours_server, 8, "8 clients"), (xid_server, 8, "8 clients, xid")]
+                for server, clients, label in plans:
                     ratios: list[float] = []
-                    ours: list[tuple[float, float]] = []
-                    ceiling: list[tuple[float, float]] = []
+                    cpu_ratios: list[float] = []
+                    ours: list[Sample] = []
+                    ceiling: list[Sample] = []
                     for _round in range(args.rounds):
-                        ours.append(_sends(base, clients, args.seconds))
+                        ours.append(_sends(server, clients, args.seconds))
                         ceiling.append(_sends(minimal, clients, args.seconds))
                         ratios.append(ours[-1][0] / ceiling[-1][0])
-                    if clients == 1:
-                        single[kind] = [r for r, _ in ours]
+                        cpu_ratios.append(ceiling[-1][2] / ours[-1][2])
+                    if label == "1 client":
+                        single[kind] = [sample[0] for sample in ours]
                     out.append(
                         _row(
                             f"POST /messages/ {kind}, {label}",
                             _rate(ours),
                             _rate(ceiling),
-                            f"{statistics.median(ratios):.0%}",
+                            f"{statistics.median(ratios):.0%}"
+                            f" (CPU {statistics.median(cpu_ratios):.0%})",
                             "≥ 80% of the minimal app",
                         )
                     )
-            reads = [_unread(base, args.seconds) for _ in range(args.rounds)]
+            reads = [_unread(ours_server, args.seconds) for _ in range(args.rounds)]
             out.append(
                 _row(
                     f"GET /messages/?unread_only=true {kind}, 1 client",
@@ -303,10 +357,11 @@ def send_rows(args: argparse.Namespace) -> list[Row]:
     return out
 
 
-def _rate(samples: list[tuple[float, float]]) -> str:
-    rate = statistics.median(r for r, _ in samples)
-    p50 = statistics.median(p for _, p in samples)
-    return f"{rate:,.0f} req/s p50 {p50:.1f} ms"
+def _rate(samples: list[Sample]) -> str:
+    rate = statistics.median(s[0] for s in samples)
+    p50 = statistics.median(s[1] for s in samples)
+    cpu = statistics.median(s[2] for s in samples)
+    return f"{rate:,.0f} req/s p50 {p50:.1f} ms, CPU {cpu:.2f} ms/req"
 
 
 def _catch_up(base: str) -> tuple[float, int]:
@@ -497,7 +552,7 @@ def wake_rows(args: argparse.Namespace) -> list[Row]:
     base_p50: list[float] = []
     base_p99: list[float] = []
     base_post: list[float] = []
-    with child_server("trivial-wake") as trivial:
+    with child_server("trivial-wake") as (trivial, _pid):
         for _round in range(args.rounds):
             wake, post = asyncio.run(broadcast_wake(args.waiters, args.broadcasts))
             ours_p50.append(percentile(wake, 50))
@@ -569,9 +624,15 @@ def main() -> None:
     parser.add_argument("--serve", choices=("minimal", "trivial-wake"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="send rows: State Hub and the minimal app both without uvicorn's access log",
+    )
     args = parser.parse_args()
     if args.serve is not None:
-        serve_child(args.serve, args.port, args.database_url)
+        serve_child(args.serve, args.port, args.database_url, args.access_log)
         return
     args.databases = [d for d in args.databases.split(",") if d]
     sections = {**SECTIONS, "hubcore": hubcore_rows}
@@ -584,7 +645,11 @@ def main() -> None:
         print(f"({name}: {time.perf_counter() - started:.0f} s)", file=sys.stderr)
         if section:
             print_table(section, file=sys.stderr)
-    print(f"\nceilings: median of {args.rounds} interleaved round(s) (cwd {os.getcwd()})\n")
+    log = "on" if args.access_log else "off"
+    print(
+        f"\nceilings: median of {args.rounds} interleaved round(s), access log {log}"
+        f" (cwd {os.getcwd()})\n"
+    )
     print_table(rows)
 
 

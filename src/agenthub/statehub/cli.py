@@ -19,6 +19,9 @@ app = typer.Typer(
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(STATEHUB_PORT, help="TCP port."),
+    access_log: bool = typer.Option(
+        True, help="Log one line per request (uvicorn's access log; off saves a tenth of a read)."
+    ),
 ) -> None:
     """Run the State Hub HTTP API (migrates the database to head first)."""
     import uvicorn
@@ -29,7 +32,7 @@ def serve(
     check_reachable(settings.database_url)
     require_free(host, port)
     typer.echo(f"State Hub on http://{host}:{port} (database {settings.database_url})")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
 
 
 @app.command()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row
+from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
@@ -82,7 +82,7 @@ class InboxService:
                 supersedes_id=data.supersedes_id,
                 created_at=now,
             )
-            session.add(message)
+            repo.insert_message(session, message)
             # A broadcast replaces its predecessor in the same transaction, so a
             # reader never sees both live (and the feed shows one revision).
             if (
@@ -189,8 +189,8 @@ class InboxService:
         # only when a broadcast it returns has no delivery stamp yet: a repeated read
         # (the common case) is answered from a read transaction, without the write lock.
         stamping = query.unread_only and query.to_agent is not None and not query.peek
-        with self.db.read() as session:
-            messages, canonical = self._list(session, query, now, stamping=stamping)
+        with self.db.read_rows() as conn:
+            messages, canonical = self._list(conn, query, now, stamping=stamping)
             if not stamping or not _undelivered(messages):
                 return messages
         with self.db.write() as session:
@@ -201,7 +201,7 @@ class InboxService:
 
     @staticmethod
     def _list(
-        session: Session, query: ListQuery, now: datetime, *, stamping: bool = False
+        session: Session | Connection, query: ListQuery, now: datetime, *, stamping: bool = False
     ) -> tuple[list[MessageRow], str]:
         """The page, and the reader's canonical slug (`""` without a reader); with
         `stamping`, each row carries whether the reader's delivery stamp exists."""

@@ -6,9 +6,12 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
+from agenthub.statehub.api.bodies import json_response, message_json, messages_json
 from agenthub.statehub.api.errors import documented
-from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery, MessageRow
+from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery
 from agenthub.statehub.schemas import (
     KIND_PATTERN,
     SLUG_SCHEMA,
@@ -33,14 +36,21 @@ NOT_FOUND = documented(404)
 POST = documented(409)  # an Idempotency-Key reused for another request
 
 
+# The two hot routes are `async def` returning encoded bytes (see `bodies`): the
+# database work and the encoding run in one threadpool hop, and `response_model`
+# documents the body without FastAPI validating it again.
+
+
 @router.post("/", status_code=201, response_model=MessageRead, responses=POST)
-def send_message(data: MessageCreate, service: Inbox) -> MessageRead:
-    return MessageRead.model_validate(service.send(data))
+async def send_message(data: MessageCreate, request: Request) -> Response:
+    service = inbox(request)
+    body = await run_in_threadpool(lambda: message_json(service.send(data)))
+    return json_response(body, status_code=201)
 
 
 @router.get("/", response_model=list[MessageRead])
-def list_messages(
-    service: Inbox,
+async def list_messages(
+    request: Request,
     to_agent: Slug | None = None,
     from_agent: Slug | None = None,
     unread_only: bool = False,
@@ -51,7 +61,7 @@ def list_messages(
         bool,
         Query(description="Return the unread set without stamping `delivered_at`."),
     ] = False,
-) -> list[MessageRow]:
+) -> Response:
     query = ListQuery(
         to_agent=to_agent,
         from_agent=from_agent,
@@ -61,8 +71,10 @@ def list_messages(
         limit=limit,
         peek=peek,
     )
-    # Rows straight to the response model: validated once, by `response_model`.
-    return service.list_messages(query)
+    service = inbox(request)
+    return json_response(
+        await run_in_threadpool(lambda: messages_json(service.list_messages(query)))
+    )
 
 
 @router.get("/{message_id}", response_model=MessageRead, responses=NOT_FOUND)
