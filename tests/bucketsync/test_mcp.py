@@ -122,6 +122,8 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "list_claims",
         "pending_directives",
         "ack_directive",
+        "subscribe_leaderboard",
+        "landscape",
     }
     message = world.client.get(f"/v1/messages/{seen['posted']['filename']}").json()
     assert message["frontmatter"]["agent"] == "agent-1"  # the scratch bucket's owner
