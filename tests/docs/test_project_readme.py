@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ SECTIONS = [
     "### Organizer: the challenge `up` started, and more users",
     "### Organizer: broadcasts and channels",
     "### Agent: register and post with the CLI",
-    "### Coordination: claims, directives, trust labels",
+    "### Coordination: claims, directives, landscape events, trust labels",
     "### Agent: channels and staying responsive",
 ]
 
@@ -83,8 +84,26 @@ def test_the_quick_start_and_the_bucketsync_sections_run_as_written(up: Up) -> N
     ]
 
     coordination = next(o for o in outputs if '"not_acked"' in o)
-    roster = json.loads(coordination[coordination.rindex('{"filename"') :].strip())
+    roster = next(
+        answer
+        for answer in json_answers(coordination)
+        if isinstance(answer, dict) and "not_acked" in answer
+    )
     assert roster["acked"] == ["solver-a"] and roster["not_acked"] == ["solver-b"]
     watched = json.loads(outputs[-1].strip().splitlines()[-1])
     assert any("@solver-b" in item["body"] for item in watched["items"])
     assert (up.workdir / "collab_watch.sh").is_file()
+
+
+def json_answers(output: str) -> list[Any]:
+    """Every JSON value a block printed, in order (curl prints its answers back to back)."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while (at := output.find("{", at)) != -1:
+        try:
+            value, end = decoder.raw_decode(output, at)
+        except ValueError:
+            at += 1
+            continue
+        found.append(value)
+        at = end
+    return found

@@ -18,7 +18,7 @@ from agenthub.bucketsync.settings import BucketSyncSettings
 # The /v1 contract's version, and its feature level: +1 with every additive feature, each
 # listed in CHANGELOG.md (a client checks `feature_level >= N` before relying on level N).
 API_VERSION = "1"
-FEATURE_LEVEL = 6
+FEATURE_LEVEL = 7
 
 ENDPOINTS = [
     ("GET", "/v1", "this self-description (api_version, feature_level, conventions)"),
