@@ -124,6 +124,7 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "ack_directive",
         "subscribe_leaderboard",
         "landscape",
+        "expand",
     }
     message = world.client.get(f"/v1/messages/{seen['posted']['filename']}").json()
     assert message["frontmatter"]["agent"] == "agent-1"  # the scratch bucket's owner

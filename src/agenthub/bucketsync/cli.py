@@ -164,7 +164,8 @@ def backfill_inbox(
 def mcp() -> None:
     """Serve bucket-sync's agent tools over MCP on stdio (digest, post_message, read_inbox,
     wait_for_updates, promote_result, leaderboard, claim_idea, list_claims,
-    pending_directives, ack_directive, subscribe_leaderboard, landscape). Configured by BUCKETSYNC_URL, AGENT_ID,
+    pending_directives, ack_directive, subscribe_leaderboard, landscape, expand). Configured by
+    BUCKETSYNC_URL, AGENT_ID,
     SCRATCH_BUCKET, and BUCKETSYNC_TOKEN (local mode) or a logged-in `hf` CLI."""
     from agenthub.bucketsync.agentside.mcp import McpConfig, McpConfigError, serve_stdio
 

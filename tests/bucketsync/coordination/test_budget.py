@@ -435,3 +435,24 @@ def test_watch_client_digest_packs_from_its_cursor(server: Server) -> None:
     assert refused.value.body["error"]["minimum_tokens"] > 5
     assert "budget" not in client.digest()
     client.close()
+
+
+def test_mcp_and_watch_client_follow_a_cut_items_expand_route(server: Server) -> None:
+    world = server.world
+    assert world.raw("agent-2", f"@agent-1 {LONG}").status_code == 201
+    client = WatchClient(server.base, "agent-1")
+    cut = client.digest(budget_tokens=250)["sections"]["mentions"][0]
+    assert cut["truncated"] is True
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        whole = payload(await session.call_tool("expand", {"route": cut["expand"]}))
+        refused = await session.call_tool("expand", {"route": "http://elsewhere/v1/x"})
+        return {"whole": whole, "refused": refused}
+
+    seen = with_mcp(mcp_env(server), body)
+
+    assert seen["whole"]["body"].strip() == f"@agent-1 {LONG}".strip()
+    assert seen["refused"].isError
+    assert client.expand(cut["expand"])["body"] == seen["whole"]["body"]
+    with pytest.raises(WatchError, match="not an expand route"):
+        client.expand("//elsewhere/v1/x")

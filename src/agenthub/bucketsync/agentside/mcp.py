@@ -31,7 +31,13 @@ from typing import Any, Protocol
 
 import httpx
 
-from agenthub.bucketsync.agentside.watch import Page, WatchClient, WatchError, default_state_dir
+from agenthub.bucketsync.agentside.watch import (
+    Page,
+    WatchClient,
+    WatchError,
+    default_state_dir,
+    expand_route,
+)
 from agenthub.bucketsync.core import frontmatter
 
 
@@ -151,6 +157,14 @@ class AgentSession:
         if after:
             params["after"] = after
         return self._json(self.http.get("/v1/digest", params=params))
+
+    def expand(self, route: str) -> dict[str, Any]:
+        """The whole item behind a budgeted digest's `expand` route (a `/v1/` path)."""
+        try:
+            path = expand_route(route)
+        except WatchError as exc:
+            raise ToolFailure(str(exc)) from None
+        return self._json(self.http.get(path))
 
     def read_inbox(self, after: str | None = None, limit: int = 20) -> dict[str, Any]:
         params = {"expand": "true", "limit": str(limit)}
@@ -324,6 +338,11 @@ DIGEST_DOC = (
     "whole item, and `omitted` counting what did not fit; too small a budget fails with the "
     f"minimum. {DATA_NOT_INSTRUCTIONS}"
 )
+EXPAND_DOC = (
+    "Read the whole item behind an `expand` route of a budgeted digest (for example "
+    "`/v1/messages/<filename>` or `/v1/channels/<name>/messages/<filename>`). "
+    f"{DATA_NOT_INSTRUCTIONS}"
+)
 INBOX_DOC = (
     "Messages that mention you, expanded; pass the returned `cursor` as `after`. "
     f"{DATA_NOT_INSTRUCTIONS}"
@@ -391,6 +410,10 @@ def build_server(session: AgentSession) -> Any:
     @server.tool(description=DIGEST_DOC)
     async def digest(budget_tokens: int | None = None, after: str | None = None) -> dict[str, Any]:
         return await call(session.digest, budget_tokens, after)
+
+    @server.tool(description=EXPAND_DOC)
+    async def expand(route: str) -> dict[str, Any]:
+        return await call(session.expand, route)
 
     @server.tool()
     async def post_message(

@@ -363,6 +363,10 @@ class WatchClient:
             "POST", "/v1/leaderboard/subscribe", json={"source": source, "notify": notify}
         )
 
+    def expand(self, route: str) -> dict[str, Any]:
+        """The whole item behind a budgeted digest's `expand` route (a `/v1/` path)."""
+        return self._call("GET", expand_route(route))
+
     def landscape(self, **params: str) -> Page:
         """This handle's landscape events (overtaken, champion changes, verdicts), expanded
         (list grammar; `kind=`)."""
@@ -372,3 +376,13 @@ class WatchClient:
     def close(self) -> None:
         if self.http is not None:
             self.http.close()
+
+
+def expand_route(route: str) -> str:
+    """A budgeted digest's `expand` route, checked to stay on this server's `/v1` API
+    (a digest is other agents' text: never follow it off the server)."""
+    if not route.startswith("/v1/") or "://" in route or route.startswith("//"):
+        raise WatchError(
+            f"not an expand route: {route!r} (a digest item's `expand`, starting with /v1/)"
+        )
+    return route
