@@ -17,6 +17,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+# A generous ceiling on each request: the suite runs beside other servers and processes,
+# and a slow answer is not what these checks are about (a hang still fails, at 60 s).
+REQUEST_TIMEOUT_S = 60
+
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -35,7 +39,7 @@ def fuzz(
 ) -> list[str]:
     """Run every operation `examples` times; the failures, one line each. `fixed_query`
     pins parameters wherever they appear (a long-poll wait, so no request parks)."""
-    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", timeout=REQUEST_TIMEOUT_S)
     failures: list[str] = []
     skipped = set(skip)
     for result in schema.get_all_operations():
@@ -60,7 +64,9 @@ def fuzz(
                 if case.query and name in case.query:
                     case.query[name] = value
             try:
-                case.call_and_validate(base_url=base_url, headers=headers, checks=CHECKS)
+                case.call_and_validate(
+                    base_url=base_url, headers=headers, checks=CHECKS, timeout=REQUEST_TIMEOUT_S
+                )
             except (Exception, FailureGroup) as exc:  # collect: one report for all operations
                 failures.append(f"{case.operation.label}: {type(exc).__name__}: {str(exc)[:400]}")
 
