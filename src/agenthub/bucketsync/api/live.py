@@ -1,7 +1,10 @@
 """`/v1/*` routes of the live half (seed §11-§13): channels, the watched reads (`wait=`),
 `/v1/updates`, `/v1/watching` and `/v1/watch.sh`.
 
-Watched reads are `async`: the read model runs in the threadpool, the park on the loop.
+Watched reads are `async` and park on the loop. Their reads are tried on the loop first,
+from the read model's caches only (`cached_only`); a read that needs the bucket goes to the
+threadpool instead. A broadcast wakes every waiter at once: answering the cached ones
+without a thread hop each is most of what keeps that wake cheap.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
+from agenthub.bucketsync.api.answers import json_answer
 from agenthub.bucketsync.api.openapi import ERRORS, served_as
 from agenthub.bucketsync.api.routes import caller_info, hub_of
 from agenthub.bucketsync.board import read as board
@@ -24,11 +28,14 @@ from agenthub.bucketsync.channels import read as channelviews
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.core import access
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.readmodel import NotCached, cached_only
 from agenthub.bucketsync.errors import InvalidQuery, NotFound, StorageUnavailable
 from agenthub.bucketsync.live import updates
 
 router = APIRouter(prefix="/v1", responses=ERRORS)
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLIENT_SCRIPT = "collab_watch.sh"
 _PACKAGED_CLIENTS = Path(__file__).resolve().parent.parent / "clients"
@@ -74,10 +81,10 @@ async def watched(
     assert longpoll is not None
 
     async def keys() -> list[str]:
-        return await run_in_threadpool(prepare)
+        return await cached_or_threaded(prepare)
 
     async def check() -> dict[str, Any]:
-        return await run_in_threadpool(read)
+        return await cached_or_threaded(read)
 
     work = longpoll.read(owner=owner, mode=mode, wait_s=wait, prepare=keys, check=check)
     if wait <= 0:
@@ -100,6 +107,28 @@ async def watched(
     return watch.result()
 
 
+async def watched_answer(
+    request: Request,
+    *,
+    owner: str,
+    mode: str,
+    prepare: Callable[[], list[str]],
+    read: Callable[[], dict[str, Any]],
+) -> Response:
+    """`watched`, sent as JSON by the route itself (`api.answers`)."""
+    return json_answer(await watched(request, owner=owner, mode=mode, prepare=prepare, read=read))
+
+
+async def cached_or_threaded(read: Callable[[], T]) -> T:
+    """`read()` on the loop if the read model's caches answer it, else in the threadpool.
+    A read is side-effect free, so one that stopped at `NotCached` simply runs again."""
+    try:
+        with cached_only():
+            return read()
+    except NotCached:
+        return await run_in_threadpool(read)
+
+
 async def _disconnected(request: Request) -> None:
     while True:
         message = await request.receive()
@@ -107,8 +136,8 @@ async def _disconnected(request: Request) -> None:
             return
 
 
-@router.get("/inbox/{handle}")
-async def inbox(handle: str, request: Request) -> dict[str, Any]:
+@router.get("/inbox/{handle}", response_model=dict[str, Any])
+async def inbox(handle: str, request: Request) -> Response:
     hub = hub_of(request)
     params = dict(request.query_params)
 
@@ -116,7 +145,7 @@ async def inbox(handle: str, request: Request) -> dict[str, Any]:
         access.require_handle(hub, handle)
         return [f"inbox:{handle}"]
 
-    return await watched(
+    return await watched_answer(
         request,
         owner=handle,
         mode="inbox",
@@ -125,11 +154,11 @@ async def inbox(handle: str, request: Request) -> dict[str, Any]:
     )
 
 
-@router.get("/updates")
-async def get_updates(request: Request, as_: str = Query(..., alias="as")) -> dict[str, Any]:
+@router.get("/updates", response_model=dict[str, Any])
+async def get_updates(request: Request, as_: str = Query(..., alias="as")) -> Response:
     hub = hub_of(request)
     params = dict(request.query_params)
-    return await watched(
+    return await watched_answer(
         request,
         owner=as_,
         mode="updates",
@@ -138,8 +167,8 @@ async def get_updates(request: Request, as_: str = Query(..., alias="as")) -> di
     )
 
 
-@router.get("/channels/feed")
-async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> dict[str, Any]:
+@router.get("/channels/feed", response_model=dict[str, Any])
+async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> Response:
     hub = hub_of(request)
     params = dict(request.query_params)
 
@@ -147,7 +176,7 @@ async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> d
         access.require_handle(hub, as_)
         return [f"channel:{name}" for name in channels.subscriptions(hub, as_)]
 
-    return await watched(
+    return await watched_answer(
         request,
         owner=as_,
         mode="feed",

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agenthub.bucketsync.agents import read as agents
 from agenthub.bucketsync.agents import write as registration
 from agenthub.bucketsync.api import discovery
+from agenthub.bucketsync.api.answers import json_answer
 from agenthub.bucketsync.api.openapi import BUDGET_ERROR, ERRORS
 from agenthub.bucketsync.api.scoring import scoring_of
 from agenthub.bucketsync.board import read as board
@@ -98,11 +99,11 @@ def get_agent(agent_id: str, request: Request) -> dict[str, Any]:
     return agents.get_agent(hub_of(request), agent_id)
 
 
-@router.post("/messages", status_code=201)
+@router.post("/messages", status_code=201, response_model=dict[str, Any])
 def post_message(
     body: MessageBody, request: Request, authorization: str | None = Header(None)
-) -> dict[str, Any]:
-    return messages.promote(
+) -> Response:
+    answer = messages.promote(
         hub_of(request),
         messages.MessageRequest(
             source=body.source,
@@ -116,6 +117,7 @@ def post_message(
         authorization=authorization,
         caller_info=caller_info(request),
     )
+    return json_answer(answer, status_code=201)
 
 
 @router.get("/messages")

@@ -309,16 +309,19 @@ def publish(
         journal.roll_back(hub, entry)
         raise
     hub.audit.append(audit_row)
-    forecast = reach.wake(
-        hub,
-        author=draft.author,
-        broadcast=draft.broadcast,
-        channel=draft.channel,
-        recipients=recipients,
-        keys=wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel),
-    )
-    if forecast is not None:
-        # Before `complete`, so an Idempotency-Key replay answers with it too.
-        answer["reach"] = forecast.as_dict()
-    journal.complete(hub, entry)
+    # The waiters are woken (latched: the reach is decided) here, their doorbells rung once
+    # the answer is recorded: the poster's answer goes out before the woken waiters' pages.
+    with hub.wakes_held():
+        forecast = reach.wake(
+            hub,
+            author=draft.author,
+            broadcast=draft.broadcast,
+            channel=draft.channel,
+            recipients=recipients,
+            keys=wake_keys(broadcast=draft.broadcast, recipients=recipients, channel=draft.channel),
+        )
+        if forecast is not None:
+            # Before `complete`, so an Idempotency-Key replay answers with it too.
+            answer["reach"] = forecast.as_dict()
+        journal.complete(hub, entry)
     return answer

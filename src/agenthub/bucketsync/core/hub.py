@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from agenthub.bucketsync.core.audit import AuditLog
@@ -84,6 +85,10 @@ class Hub:
     @property
     def central(self) -> str:
         return self.settings.central_bucket
+
+    def wakes_held(self) -> AbstractContextManager[None]:
+        """The long-poll registry's `wakes_held` (nothing to hold offline)."""
+        return self.longpoll.registry.wakes_held() if self.longpoll is not None else nullcontext()
 
     def check_agent_bucket(self, agent_id: str) -> str:
         """The agent's scratch bucket, refusing ids whose bucket would be the central or

@@ -2,8 +2,11 @@
 
 Waiters live on the event loop; wakes arrive from any thread (the threadpool that runs the
 write path, or the Redis bus listener). A wake sets the waiter's *latch* under the registry
-lock first and only then resolves its parked future with `call_soon_threadsafe`, so a wake
-that lands while the waiter is checking (not parked) is absorbed by the latch, not lost.
+lock first and only then rings its doorbell (resolves its parked future on its loop), so a
+wake that lands while the waiter is checking (not parked) is absorbed by the latch, not lost.
+The doorbells of one wake ring in one loop callback, queued behind whatever the loop already
+had to do; a writer can also hold them until its own bookkeeping is done (`wakes_held`), so
+the post's answer is not queued behind hundreds of woken waiters.
 
 Time is an input: deadlines use `Clock.monotonic()` and every wait goes through a `Timer`
 (`LoopTimer` in production, `ManualTimer` to move time by hand in tests).
@@ -15,7 +18,8 @@ import asyncio
 import itertools
 import random
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -93,6 +97,25 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+Doorbell = tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]
+
+
+def _resolve_all(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        _resolve(future)
+
+
+def _ring(doorbells: list[Doorbell]) -> None:
+    """Resolve the parked futures, one callback per loop, queued (`call_soon`) behind what
+    the loop already has ready: a thread that woke them and is about to return lets its own
+    caller's continuation run before the woken waiters take the loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for loop, future in doorbells:
+        by_loop.setdefault(loop, []).append(future)
+    for loop, futures in by_loop.items():
+        loop.call_soon_threadsafe(loop.call_soon, _resolve_all, futures)
+
+
 @dataclass(eq=False)
 class Waiter:
     owner: str
@@ -143,6 +166,7 @@ class WaiterRegistry:
         self._by_owner: dict[str, list[Waiter]] = {}
         self._seq = itertools.count()
         self._presence: dict[str, _Presence] = {}
+        self._held = threading.local()
 
     # -- registration -------------------------------------------------------------------
     def register(self, owner: str, keys: Iterable[str]) -> Waiter | None:
@@ -207,7 +231,7 @@ class WaiterRegistry:
         wanted = frozenset(keys)
         if not wanted:
             return 0, frozenset()
-        resolve: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        resolve: list[Doorbell] = []
         parked: set[str] = set()
         with self._lock:
             if WAKE_ALL in wanted:
@@ -225,9 +249,29 @@ class WaiterRegistry:
                     parked.add(waiter.owner)
                     resolve.append((waiter.loop, waiter.future))
             self.counters.wakes += len(targets)
-        for loop, future in resolve:
-            loop.call_soon_threadsafe(_resolve, future)
+        held: list[Doorbell] | None = getattr(self._held, "doorbells", None)
+        if held is not None:
+            held.extend(resolve)
+        elif resolve:
+            _ring(resolve)
         return len(targets), frozenset(parked)
+
+    @contextmanager
+    def wakes_held(self) -> Iterator[None]:
+        """Wakes made by this thread inside the block latch their waiters at once (so who
+        was parked, the post's `reach.woken`, is decided there) and ring their doorbells
+        when the block ends, on any exit. A latched waiter whose budget ends meanwhile
+        still answers `woken`: the latch, not the doorbell, is the wake."""
+        if getattr(self._held, "doorbells", None) is not None:
+            yield  # nested: the outer block rings
+            return
+        self._held.doorbells = []
+        try:
+            yield
+        finally:
+            doorbells: list[Doorbell] = self._held.doorbells
+            self._held.doorbells = None
+            _ring(doorbells)
 
     async def park(self, waiter: Waiter, timer: Timer, timeout_s: float) -> tuple[Outcome, float]:
         """Wait for a wake (returning the spread delay to honour), an eviction or the budget."""

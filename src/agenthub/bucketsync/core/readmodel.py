@@ -4,7 +4,10 @@
 - content cache: parsed documents keyed by content hash, LRU-bounded by bytes, so
   byte-identical inbox copies share one entry; cold misses are fetched in one batch call;
 - write-through overlay: the service's own writes are inserted synchronously, so
-  read-after-write is exact regardless of the TTL.
+  read-after-write is exact regardless of the TTL;
+- cached-only reads (`cached_only`): inside that block a read that would touch the
+  bucket (a listing past its TTL, a cold record) raises `NotCached` instead, so a caller
+  on the event loop can answer from memory and hand only the rest to a thread.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -37,6 +42,31 @@ DEFAULT_FOLDERS = (
     "acks/",
     "events/",
 )
+
+
+class NotCached(Exception):
+    """A `cached_only` read needed the bucket (nothing was read or changed)."""
+
+
+# Set only inside `cached_only()`; a worker thread started from there gets a copy of the
+# context, so the block must end before handing the read to a thread (it always does).
+_cached_only: ContextVar[bool] = ContextVar("bucketsync_read_model_cached_only", default=False)
+
+
+@contextmanager
+def cached_only() -> Iterator[None]:
+    """Reads in this block are answered from the caches or raise `NotCached`; pure
+    computing (an index rebuilt from a cached listing, a filter) still runs."""
+    token = _cached_only.set(True)
+    try:
+        yield
+    finally:
+        _cached_only.reset(token)
+
+
+def _needs_bucket(what: str) -> None:
+    if _cached_only.get():
+        raise NotCached(what)
 
 
 @dataclass(frozen=True)
@@ -160,6 +190,7 @@ class ReadModel:
         entries = state.entries
         if self._current(state) and entries is not None:
             return entries
+        _needs_bucket(f"a listing of {folder}")
         with state.lock:
             # Single flight: whoever waited on the lock finds the fresh listing.
             if self._current(state) and state.entries is not None:
@@ -228,6 +259,7 @@ class ReadModel:
             else:
                 found[path] = self._record(entry, document)
         if missing:
+            _needs_bucket(f"{len(missing)} record(s) of {folder}")
             data = self._store.read_many(self._bucket, [entry.path for entry in missing])
             for entry in missing:
                 raw = data.get(entry.path)
