@@ -7,9 +7,13 @@ one INSERT … SELECT per part, inside the importer's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from agenthub.hubcore.canonical import Row
 from agenthub.hubcore.models import (
     ProjectedMessage,
     ProjectedReceipt,
@@ -103,3 +107,27 @@ def swap_in(session: Session, snapshot_id: str, part: str) -> int:
     sql = swap_sql(session.get_bind().dialect.name, part)
     result = session.execute(text(sql), {"snapshot_id": snapshot_id, "part": part})
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _sqlite_stored(kind: str) -> Callable[[Any], Any]:
+    """`_sqlite_value`'s conversion in Python, for rows loaded without staging."""
+    if kind == UUID:
+        return lambda v: None if v is None else v.replace("-", "")
+    if kind == TIME:
+        return lambda v: None if v is None else f"{v[:10]} {v[11:26]}"
+    return lambda v: v
+
+
+def stored_values(
+    dialect: str, part: str
+) -> tuple[str, tuple[str, ...], Callable[[Row], tuple[Any, ...]]]:
+    """(table, columns, row -> the values the driver stores) for one part's canonical
+    rows: what `swap_sql` extracts from a staged row, for a bulk load straight into the
+    projection (`COPY` parses canonical text itself; SQLite gets SQLAlchemy's forms)."""
+    table, columns = SWAP_TARGETS[part]
+    names = tuple(column for column, _, _ in columns)
+    fields = tuple(field for _, field, _ in columns)
+    if dialect == "postgresql":
+        return table, names, lambda row: tuple(row[f] for f in fields)
+    converters = tuple((field, _sqlite_stored(kind)) for _, field, kind in columns)
+    return table, names, lambda row: tuple(convert(row[f]) for f, convert in converters)
