@@ -7,7 +7,8 @@ one INSERT … SELECT per part, inside the importer's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
@@ -100,6 +101,38 @@ def swap_sql(dialect: str, part: str) -> str:
         )
     values = ", ".join(_sqlite_value(field, kind) for _, field, kind in columns)
     return f"INSERT INTO {table} ({names}) SELECT {values} FROM staged_snapshot_rows WHERE {where}"
+
+
+# The tables a swap fills whole, whose secondary indexes SQLite builds after it.
+REBUILT_TABLES = (ProjectedMessage.__tablename__, ProjectedReceipt.__tablename__)
+
+
+@contextmanager
+def indexes_built_after(session: Session) -> Iterator[None]:
+    """On SQLite, the swap's tables lose their secondary indexes for the block and get
+    them back, as the database defined them, at its end, all in the caller's transaction:
+    one sorted build per index instead of an update per row at a random key, which was
+    most of a large swap. WAL readers see the old rows and schema until the commit, and
+    a failure rolls the schema back with the rows. PostgreSQL keeps its indexes: dropping
+    one would lock readers out until the commit."""
+    if session.get_bind().dialect.name != "sqlite":
+        yield
+        return
+    tables = ", ".join(f"'{t}'" for t in REBUILT_TABLES)
+    indexes: list[tuple[str, str]] = [
+        (str(name), str(sql))
+        for name, sql in session.execute(
+            text(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                f"AND tbl_name IN ({tables}) ORDER BY name"
+            )
+        )
+    ]
+    for name, _ in indexes:
+        session.execute(text(f'DROP INDEX "{name}"'))
+    yield
+    for _, sql in indexes:
+        session.execute(text(sql))
 
 
 def swap_in(session: Session, snapshot_id: str, part: str) -> int:
