@@ -26,6 +26,7 @@ from agenthub.hubcore.bundlefile import (
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, receipt, rehash, ts, uid
+from tests.hubcore.test_snapshot_swap import indexes
 
 
 def write_v2(b: dict[str, Any], path: Path) -> Path:
@@ -68,8 +69,10 @@ def test_a_captured_v2_bundle_imports_the_same_rows_as_its_v1_object(
     assert path.read_bytes().startswith(V2_HEADER)
     assert read_bundle(path) == b  # the same content, read whole
     clock = FrozenClock()
+    defined = indexes(hubcore_db)
     result = import_file(hubcore_db, path, expected_hash=b["content_hash"], apply=True, clock=clock)
     assert result.outcome == "imported"
+    assert indexes(hubcore_db) == defined  # SQLite's, built after the load
     assert (result.messages, result.receipts, result.tombstones) == (6, 2, 0)
     with hubcore_db.read_only() as session:
         assert receiver_hashes(session) == {
@@ -293,7 +296,9 @@ def test_a_truncated_or_corrupted_v2_bundle_is_refused_with_nothing_written(
     b = inbox_bundle()
     path = captured(b, tmp_path / "b.jsonl")
     path.write_bytes(damage(path.read_bytes()))
+    defined = indexes(hubcore_db)
     assert refused(hubcore_db, path, b["content_hash"]).code == code
+    assert indexes(hubcore_db) == defined
     with pytest.raises(SnapshotRejected):  # validation refuses it too
         import_file(hubcore_db, path, expected_hash=b["content_hash"], apply=False)
 

@@ -11,6 +11,7 @@ is refused as `receiver_differs`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +40,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.models import SourceCursor
-from agenthub.hubcore.staged_swap import stored_values
+from agenthub.hubcore.staged_swap import indexes_built_after, stored_values
 from agenthub.hubcore.store import Database
 
 READ_MODE = "snapshot-pilot"
@@ -313,17 +314,19 @@ def _stream(
     a filled one compare it. Raises `SnapshotRejected`; the caller rolls back."""
     rules = RowStream()
     sink: _Loader | _Comparer = _Loader(session, progress) if empty else _Comparer(session)
-    for part, raw in bundlefile.read_lines(path):
-        if part == bundlefile.TRAILER:
-            if not isinstance(raw, Mapping):
-                raise SnapshotRejected("malformed_bundle", "the trailer is not an object")
-            streamed = rules.finish(raw, expected_hash=expected_hash)
-            break
-        row = rules.add(part, raw)
-        if row is not None:
-            sink.add(part, row)
+    with indexes_built_after(session) if empty else nullcontext():
+        for part, raw in bundlefile.read_lines(path):
+            if part == bundlefile.TRAILER:
+                if not isinstance(raw, Mapping):
+                    raise SnapshotRejected("malformed_bundle", "the trailer is not an object")
+                streamed = rules.finish(raw, expected_hash=expected_hash)
+                break
+            row = rules.add(part, raw)
+            if row is not None:
+                sink.add(part, row)
+        if isinstance(sink, _Loader):
+            sink.flush()
     if isinstance(sink, _Loader):
-        sink.flush()
         for code, check in CLOSURE_CHECKS:
             problems = check(session)
             if problems:
