@@ -84,7 +84,7 @@ def _rows(
     conn: Connection, sql: str, normalize: Callable[[Any], Row], progress: Progress | None
 ) -> Iterator[Row]:
     result = conn.execution_options(yield_per=FETCH_BATCH).execute(text(sql))
-    for partition in result.mappings().partitions():
+    for partition in result.mappings().partitions(FETCH_BATCH):
         for raw in partition:
             try:
                 yield normalize(dict(raw))
