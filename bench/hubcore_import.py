@@ -43,9 +43,11 @@ sys.path.insert(0, str(ROOT / "src"))
 from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine, normalize_url  # noqa: E402
 from agenthub.hubcore import migrate  # noqa: E402
-from agenthub.hubcore.bundle_import import import_into  # noqa: E402
-from agenthub.hubcore.bundlefile import read_bundle, write_bundle  # noqa: E402
-from agenthub.hubcore.capture import capture_from_database, capture_from_statehub  # noqa: E402
+from agenthub.hubcore.bundle_import import import_file  # noqa: E402
+from agenthub.hubcore.capture import (  # noqa: E402
+    capture_database_to_file,
+    capture_statehub_to_file,
+)
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
 from agenthub.statehub.models import AgentMessage, MessageReceipt  # noqa: E402
@@ -117,8 +119,9 @@ def seed_statehub(url: str, n: int) -> None:
 
 def phase_capture(source: str, out: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    bundle = capture_from_database(source, clock=SystemClock(), captured_by="bench")
-    write_bundle(bundle, Path(out))
+    bundle, _ = capture_database_to_file(
+        source, Path(out), clock=SystemClock(), captured_by="bench"
+    )
     return {
         "seconds": time.perf_counter() - t0,
         "rss_mb": peak_rss_mb(),
@@ -128,10 +131,9 @@ def phase_capture(source: str, out: str) -> dict[str, Any]:
 
 def phase_capture_feed(base_url: str, out: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    bundle = capture_from_statehub(
-        base_url, clock=SystemClock(), captured_by="bench", page_size=FEED_PAGE
+    bundle, _ = capture_statehub_to_file(
+        base_url, Path(out), clock=SystemClock(), captured_by="bench", page_size=FEED_PAGE
     )
-    write_bundle(bundle, Path(out))
     return {
         "seconds": time.perf_counter() - t0,
         "rss_mb": peak_rss_mb(),
@@ -176,8 +178,7 @@ def phase_import(target: str, bundle_file: str, expected: str) -> dict[str, Any]
     engine = make_engine(target)
     migrate.upgrade(engine)
     t0 = time.perf_counter()
-    bundle = read_bundle(Path(bundle_file))
-    result = import_into(Database(engine), bundle, expected_hash=expected, apply=True)
+    result = import_file(Database(engine), Path(bundle_file), expected_hash=expected, apply=True)
     seconds = time.perf_counter() - t0
     engine.dispose()
     return {"seconds": seconds, "rss_mb": peak_rss_mb(), "outcome": result.outcome}

@@ -21,6 +21,7 @@ from agenthub.clock import FrozenClock
 from agenthub.db import make_engine
 from agenthub.hubcore import bundlefile, import_snapshot
 from agenthub.hubcore import repository as repo
+from agenthub.hubcore.bundle_rules import SCHEMA, SCHEMA_V2
 from agenthub.hubcore.bundlefile import evidence_path, read_bundle, write_bundle
 from agenthub.hubcore.canonical import hash_normalized
 from agenthub.hubcore.capture import (
@@ -231,21 +232,31 @@ def test_capture_to_file_writes_the_same_bundle_and_evidence_as_it_reads(
     head, evidence_file = capture_database_to_file(
         statehub_url, out, clock=clock, captured_by="tests"
     )
-    streamed = json.loads(out.read_bytes())
+    # The streamed file is a v2 bundle (JSON Lines); read whole it is the same v1 object.
+    assert out.read_bytes().startswith(bundlefile.V2_HEADER)
+    streamed = read_bundle(out)
     # PostgreSQL's source_time is each capture's own transaction time.
     for b in (streamed, whole, head):
         assert b["source"].pop("source_time")
     assert streamed == whole and "messages" not in head
-    assert {k: v for k, v in whole.items() if k not in bundlefile.PARTS} == head
+    assert {k: v for k, v in whole.items() if k not in bundlefile.PARTS} == {
+        **head,
+        "schema": SCHEMA,
+    }
+    assert head["schema"] == SCHEMA_V2
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     evidence, old_evidence = (
         json.loads(f.read_text()) for f in (evidence_file, evidence_path(old))
     )
     assert evidence["bundle_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert (evidence["bundle_schema"], old_evidence["bundle_schema"]) == (
+        SCHEMA_V2,
+        SCHEMA,
+    )
     for e in (evidence, old_evidence):
-        del e["bundle_sha256"], e["bundle_file"], e["source"]["source_time"]
+        del e["bundle_sha256"], e["bundle_file"], e["source"]["source_time"], e["bundle_schema"]
     assert evidence == old_evidence
-    # Both layouts of the one v1 object import alike (bundles written before stay valid).
+    # Both layouts of the same content import alike (bundles written before stay valid).
     for bundle_file in (old, out):
         with hubcore_db.read_only() as session:
             result = import_snapshot(
@@ -268,7 +279,7 @@ def test_bundle_writer_refuses_rows_out_of_key_order_and_leaves_no_file(
             w.part(part, iter(part_rows))
         head, _ = w.finish({"instance": "x"}, "2026-01-01T00:00:00.000000Z")
     assert head["content_hash"] == hash_normalized(rows, lambda r: str(r["id"]))
-    assert json.loads(out.read_bytes())["messages"] == rows
+    assert read_bundle(out)["messages"] == rows
 
 
 def test_capture_needs_to_know_which_state_hub_it_read(

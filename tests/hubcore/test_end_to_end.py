@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typer.testing import CliRunner
 from agenthub.cli import app as cli
 from agenthub.clock import FrozenClock
 from agenthub.hubcore.app import create_app as create_hubcore
+from agenthub.hubcore.bundlefile import read_bundle
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
@@ -77,9 +77,9 @@ def test_captured_inbox_reads_the_same_through_hub_core(
             source.get("/messages/", params={"to_agent": READER, **case}).json() for case in CASES
         ]
 
-    captured = json.loads(db_bundle.read_text())
+    captured = read_bundle(db_bundle)
     content_hash = captured["content_hash"]
-    assert json.loads(feed_bundle.read_text())["content_hash"] == content_hash
+    assert read_bundle(feed_bundle)["content_hash"] == content_hash
 
     env = {"HUBCORE_DATABASE_URL": hubcore_url}
     dry = run(["hubcore", "import", str(feed_bundle), "--expected-hash", content_hash], env)

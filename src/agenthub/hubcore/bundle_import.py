@@ -10,15 +10,26 @@ is refused as `receiver_differs`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock, SystemClock
+from agenthub.hubcore import bulkload, bundlefile
 from agenthub.hubcore import repository as repo
-from agenthub.hubcore.bundle_rules import SCHEMA, ValidBundle, validate_bundle
+from agenthub.hubcore.bundle_rules import (
+    BUNDLE_PARTS,
+    SCHEMA,
+    RowStream,
+    StreamedBundle,
+    ValidBundle,
+    closure_refused,
+    validate_bundle,
+)
 from agenthub.hubcore.canonical import (
     Row,
     canonical_timestamp,
@@ -29,6 +40,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.models import SourceCursor
+from agenthub.hubcore.staged_swap import indexes_built_after, stored_values
 from agenthub.hubcore.store import Database
 
 READ_MODE = "snapshot-pilot"
@@ -64,10 +76,14 @@ def _receiver_matches(session: Session, valid: ValidBundle) -> None:
         + _differences(stored_receipts, valid.receipts, receipt_key)
         + _differences(stored_tombstones, valid.tombstones, lambda r: str(r["message_id"]))
     )
+    _refuse_differences(session, valid.source["instance"], differing)
+
+
+def _refuse_differences(session: Session, instance: str, differing: list[str]) -> None:
     cursors = repo.stored_cursors(session)
-    foreign = [c.source_instance for c in cursors if c.source_instance != valid.source["instance"]]
-    if not any(c.source_instance == valid.source["instance"] for c in cursors):
-        foreign.append(f"no cursor for {valid.source['instance']}")
+    foreign = [c.source_instance for c in cursors if c.source_instance != instance]
+    if not any(c.source_instance == instance for c in cursors):
+        foreign.append(f"no cursor for {instance}")
     if differing or foreign:
         raise SnapshotRejected(
             "receiver_differs",
@@ -114,27 +130,26 @@ def import_snapshot(
     repo.insert_messages(session, valid.messages, progress)
     repo.insert_receipts(session, valid.receipts, progress)
     repo.insert_tombstones(session, valid.tombstones)
-    now = (clock or SystemClock()).now()
-    repo.insert_cursor(
-        session,
-        SourceCursor(
-            source_instance=valid.source["instance"],
-            cursor=valid.source["cursor"],
-            high_water=valid.source["cursor"],
-            last_source_time=parse_timestamp(
-                canonical_timestamp(valid.source["source_time"], "source_time")
-            ),
-            last_success_at=now,
-            mode=READ_MODE,
-            content_hash=valid.content_hash,
-        ),
-    )
+    repo.insert_cursor(session, _cursor(valid.source, valid.content_hash, clock))
     return result("imported")
+
+
+def _cursor(source: dict[str, Any], content_hash: str, clock: Clock | None) -> SourceCursor:
+    return SourceCursor(
+        source_instance=source["instance"],
+        cursor=source["cursor"],
+        high_water=source["cursor"],
+        last_source_time=parse_timestamp(canonical_timestamp(source["source_time"], "source_time")),
+        last_success_at=(clock or SystemClock()).now(),
+        mode=READ_MODE,
+        content_hash=content_hash,
+    )
 
 
 __all__ = [
     "SCHEMA",
     "ImportResult",
+    "import_file",
     "import_into",
     "import_snapshot",
     "receiver_hashes",
@@ -182,3 +197,186 @@ def receiver_hashes(session: Session) -> dict[str, str]:
             repo.stored_tombstones(session), lambda r: str(r["message_id"])
         ),
     }
+
+
+# -- a v2 bundle, streamed ----------------------------------------------------------------
+
+LOAD_BATCH = 5_000
+DIFFERENCES_LISTED = 1_000
+# The rules needing every id, in the order the v1 rules apply them.
+CLOSURE_CHECKS: tuple[tuple[str, Callable[[Session], list[str]]], ...] = (
+    ("missing_thread_roots", lambda s: repo.dangling_links(s, "thread_id")),
+    ("thread_cycles", repo.unrooted_messages),
+    ("missing_supersedes_targets", lambda s: repo.dangling_links(s, "supersedes_id")),
+    ("orphan_receipts", repo.orphan_receipts),
+    ("tombstoned_rows_present", repo.tombstoned_messages),
+)
+STORED: dict[str, Callable[[Session], Iterator[Row]]] = {
+    "messages": repo.stored_messages,
+    "receipts": repo.stored_receipts,
+    "tombstones": repo.stored_tombstones,
+}
+
+
+class _Loader:
+    """A part's canonical rows bulk-loaded into its projection table, batch by batch."""
+
+    def __init__(self, session: Session, progress: Callable[[int], None] | None) -> None:
+        self.session = session
+        self.progress = progress
+        self.dialect = session.get_bind().dialect.name
+        self.part: str | None = None
+        self.batch: list[tuple[Any, ...]] = []
+        self.table = ""
+        self.columns: tuple[str, ...] = ()
+        self.values: Callable[[Row], tuple[Any, ...]] = lambda row: ()
+
+    def add(self, part: str, row: Row) -> None:
+        if part != self.part:
+            self.flush()
+            self.part = part
+            self.table, self.columns, self.values = stored_values(self.dialect, part)
+        self.batch.append(self.values(row))
+        if len(self.batch) >= LOAD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            bulkload.load(self.session, self.table, self.columns, self.batch)
+            if self.progress is not None:
+                self.progress(len(self.batch))
+            self.batch = []
+
+
+class _Comparer:
+    """The bundle's rows against the receiver's, part by part, both in key order: the
+    keys that differ (at most DIFFERENCES_LISTED named, all counted)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.part: str | None = None
+        self.seen: set[str] = set()
+        self.stored: Iterator[Row] = iter(())
+        self.pending: Row | None = None
+        self.key: Callable[[Row], str] = str
+        self.differing: list[str] = []
+        self.count = 0
+
+    def _differs(self, key: str) -> None:
+        self.count += 1
+        if len(self.differing) < DIFFERENCES_LISTED:
+            self.differing.append(key if self.part == "messages" else f"{self.part} {key}")
+
+    def _drain(self, until: str | None) -> None:
+        """Every stored row before `until` (None: all that are left) is not in the bundle."""
+        while self.pending is not None and (until is None or self.key(self.pending) < until):
+            self._differs(self.key(self.pending))
+            self.pending = next(self.stored, None)
+
+    def _switch(self, part: str) -> None:
+        self._drain(None)
+        self.part, self.key = part, BUNDLE_PARTS[part][2]
+        self.seen.add(part)
+        self.stored = STORED[part](self.session)
+        self.pending = next(self.stored, None)
+
+    def add(self, part: str, row: Row) -> None:
+        if part != self.part:
+            self._switch(part)
+        key = self.key(row)
+        self._drain(key)
+        if self.pending is not None and self.key(self.pending) == key:
+            if self.pending != row:
+                self._differs(key)
+            self.pending = next(self.stored, None)
+        else:
+            self._differs(key)
+
+    def finish(self) -> list[str]:
+        for part in BUNDLE_PARTS:  # stored parts the bundle has no rows of
+            if part not in self.seen:
+                self._switch(part)
+        self._drain(None)
+        if self.count > len(self.differing):
+            self.differing.append(f"... {self.count - len(self.differing)} more")
+        return self.differing
+
+
+def _stream(
+    session: Session,
+    path: Path,
+    *,
+    expected_hash: str,
+    empty: bool,
+    progress: Callable[[int], None] | None,
+) -> StreamedBundle:
+    """Check every row of a v2 bundle as it is read; into an empty receiver load it, over
+    a filled one compare it. Raises `SnapshotRejected`; the caller rolls back."""
+    rules = RowStream()
+    sink: _Loader | _Comparer = _Loader(session, progress) if empty else _Comparer(session)
+    with indexes_built_after(session) if empty else nullcontext():
+        for part, raw in bundlefile.read_lines(path):
+            if part == bundlefile.TRAILER:
+                if not isinstance(raw, Mapping):
+                    raise SnapshotRejected("malformed_bundle", "the trailer is not an object")
+                streamed = rules.finish(raw, expected_hash=expected_hash)
+                break
+            row = rules.add(part, raw)
+            if row is not None:
+                sink.add(part, row)
+        if isinstance(sink, _Loader):
+            sink.flush()
+    if isinstance(sink, _Loader):
+        for code, check in CLOSURE_CHECKS:
+            problems = check(session)
+            if problems:
+                raise closure_refused(code, problems)
+    else:
+        _refuse_differences(session, streamed.source["instance"], sink.finish())
+    return streamed
+
+
+def import_file(
+    db: Database,
+    path: Path,
+    *,
+    expected_hash: str,
+    apply: bool,
+    clock: Clock | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Validate the bundle file at `path` (and, with `apply=True`, import it): what the
+    CLI runs. A v1 file is read whole and goes through `import_into`. A v2 file is
+    streamed in one transaction: into an empty receiver its rows are checked and
+    bulk-loaded as they are read, the rules needing every id run in SQL over the loaded
+    rows, and the transaction commits only with `apply=True` once every rule passed
+    (validation writes too, then rolls back: it needs the rows somewhere); over a filled
+    receiver it is compared row by row and writes nothing. A filled receiver holding
+    exactly the bundle passed those rules when it was imported, so they are not run again."""
+    if not bundlefile.is_v2(path):
+        bundle = bundlefile.read_bundle(path)
+        return import_into(
+            db, bundle, expected_hash=expected_hash, apply=apply, clock=clock, progress=progress
+        )
+    unit = db.write() if apply else db.scratch()
+    with unit as session:
+        if apply:
+            repo.lock_projection(session)
+        empty = not any(repo.row_counts(session).values())
+        streamed = _stream(
+            session, path, expected_hash=expected_hash, empty=empty, progress=progress
+        )
+        outcome: Outcome = "unchanged" if not empty else "imported" if apply else "valid"
+        if outcome == "imported":
+            repo.insert_cursor(session, _cursor(streamed.source, streamed.content_hash, clock))
+    if outcome == "imported":
+        with db.write() as session:
+            repo.refresh_statistics(session)
+    return ImportResult(
+        outcome=outcome,
+        content_hash=streamed.content_hash,
+        source_instance=streamed.source["instance"],
+        messages=streamed.counts["messages"],
+        receipts=streamed.counts["receipts"],
+        tombstones=streamed.counts["tombstones"],
+    )

@@ -1,9 +1,9 @@
 """The rules a snapshot bundle must pass before it is imported, receiver aside.
 
 `validate_bundle(bundle, expected_hash=...)` checks a
-`hub-core.statehub-inbox-snapshot.v1` bundle and returns its rows canonical and
-ordered roots-first, or raises `SnapshotRejected` with a stable code and the
-offending row ids:
+`hub-core.statehub-inbox-snapshot.v1` bundle (one JSON object, read whole) and
+returns its rows canonical and ordered roots-first, or raises `SnapshotRejected`
+with a stable code and the offending row ids:
 
     unsupported_schema / malformed_bundle   not a v1 bundle
     absent_provenance                       no source instance, cursor, time or captor
@@ -14,15 +14,24 @@ offending row ids:
     orphan_receipts / tombstoned_rows_present
 
 The rule that needs the receiver (`receiver_differs`) is `bundle_import`'s.
+
+A v2 bundle (JSON Lines, see `bundlefile`) is checked as it is read, in bounded
+memory, by `RowStream`: each part's rows must arrive strictly in key order (an
+equal key is a duplicate, a smaller one `malformed_bundle`), are normalized and
+hashed on the way, and the trailer's counts, hashes and provenance are checked
+at its end. The rules that need every id at once (thread roots and cycles,
+supersedes targets, orphan receipts, tombstoned rows present) are `bundle_import`'s,
+in SQL over the rows it loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenthub.contracts.inbox_feed import CursorError, decode_cursor
+from agenthub.contracts.inbox_feed import CursorError, canonical_bytes, decode_cursor
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
@@ -36,6 +45,51 @@ from agenthub.hubcore.canonical import (
 from agenthub.hubcore.errors import SnapshotRejected
 
 SCHEMA = "hub-core.statehub-inbox-snapshot.v1"
+SCHEMA_V2 = "hub-core.statehub-inbox-snapshot.v2"
+
+# part -> (its count field, its hash field, the key its rows are ordered and hashed by)
+BUNDLE_PARTS: dict[str, tuple[str, str, Callable[[Row], str]]] = {
+    "messages": ("count", "content_hash", lambda r: str(r["id"])),
+    "receipts": ("receipts_count", "receipts_hash", receipt_key),
+    "tombstones": ("tombstones_count", "tombstones_hash", lambda r: str(r["message_id"])),
+}
+# part -> (its normalizer, the code for an unreadable row, the id field named, the
+# code for a repeated key)
+PART_RULES: dict[str, tuple[Callable[[Any], Row], str, str, str]] = {
+    "messages": (normalize_message, "malformed_rows", "id", "duplicate_ids"),
+    "receipts": (normalize_receipt, "malformed_receipts", "message_id", "duplicate_receipts"),
+    "tombstones": (normalize_tombstone, "malformed_tombstones", "message_id", "duplicate_ids"),
+}
+
+
+# code -> (what the rows are, the hint): the rules that need every id of the bundle
+CLOSURE_RULES: dict[str, tuple[str, str]] = {
+    "missing_thread_roots": (
+        "message(s) name a thread root the bundle does not hold",
+        "capture archived rows too: thread roots must travel with their replies",
+    ),
+    "thread_cycles": (
+        "message(s) sit on a thread_id chain that loops",
+        "a thread_id must lead to a root (a message with no thread_id)",
+    ),
+    "missing_supersedes_targets": (
+        "message(s) supersede a message the bundle does not hold",
+        "capture every row, archived ones included",
+    ),
+    "orphan_receipts": (
+        "receipt(s) belong to no message in the bundle",
+        "receipts and messages must come from the same consistent capture",
+    ),
+    "tombstoned_rows_present": (
+        "message(s) are both present and tombstoned",
+        "a deleted message cannot be in the same snapshot; recapture it",
+    ),
+}
+
+
+def closure_refused(code: str, rows: list[str]) -> SnapshotRejected:
+    what, hint = CLOSURE_RULES[code]
+    return SnapshotRejected(code, f"{len(rows)} {what}", rows=rows, hint=hint)
 
 
 @dataclass
@@ -112,14 +166,18 @@ def _normalize_all(
             bad.append(_id_of(row, position, key))
             reasons.append(str(exc))
     if bad:
-        raise SnapshotRejected(
-            code,
-            f"{len(bad)} row(s) cannot be read (first problem: {reasons[0]})",
-            rows=bad,
-            hint="every row needs exactly the MessageRead fields plus revision, UTC timestamps "
-            "and UUID ids; recapture from State Hub rather than editing the bundle",
-        )
+        raise _unreadable(code, bad, reasons[0])
     return good
+
+
+def _unreadable(code: str, bad: list[str], first_reason: str) -> SnapshotRejected:
+    return SnapshotRejected(
+        code,
+        f"{len(bad)} row(s) cannot be read (first problem: {first_reason})",
+        rows=bad,
+        hint="every row needs exactly the MessageRead fields plus revision, UTC timestamps "
+        "and UUID ids; recapture from State Hub rather than editing the bundle",
+    )
 
 
 def _duplicates(keys: Sequence[str]) -> list[str]:
@@ -132,23 +190,52 @@ def _duplicates(keys: Sequence[str]) -> list[str]:
     return dupes
 
 
+def _repeated(part: str, keys: list[str]) -> SnapshotRejected:
+    code = PART_RULES[part][3]
+    if part == "messages":
+        message, hint = "message id(s) occur more than once", "a snapshot holds each message once"
+    elif part == "receipts":
+        message = "(message_id, agent) receipt key(s) occur more than once"
+        hint = "a snapshot holds one receipt per message and reader"
+    else:
+        return SnapshotRejected(
+            code, "tombstone id(s) occur more than once", rows=keys, hint="recapture the bundle"
+        )
+    return SnapshotRejected(code, f"{len(keys)} {message}", rows=keys, hint=f"{hint}; recapture it")
+
+
 def _check_count_and_hash(
     what: str, declared_count: int, declared_hash: str, rows: list[Row], key: Callable[[Row], str]
 ) -> str:
-    if declared_count != len(rows):
+    actual = hash_normalized(rows, key)
+    _check_declared(what, declared_count, declared_hash, len(rows), actual)
+    return actual
+
+
+def _check_declared(
+    what: str, declared_count: int, declared_hash: str, count: int, actual_hash: str
+) -> None:
+    if declared_count != count:
         raise SnapshotRejected(
             "count_mismatch",
-            f"bundle declares {declared_count} {what} but holds {len(rows)}",
+            f"bundle declares {declared_count} {what} but holds {count}",
             hint="the bundle is truncated or edited; recapture it",
         )
-    actual = hash_normalized(rows, key)
-    if actual != declared_hash:
+    if actual_hash != declared_hash:
         raise SnapshotRejected(
             "hash_mismatch",
-            f"{what} hash is {actual} but the bundle declares {declared_hash:.80}",
+            f"{what} hash is {actual_hash} but the bundle declares {declared_hash:.80}",
             hint="the bundle's rows were changed after capture; recapture it",
         )
-    return actual
+
+
+def _check_operators_hash(expected_hash: str, actual_hash: str) -> None:
+    if expected_hash != actual_hash:
+        raise SnapshotRejected(
+            "hash_mismatch",
+            f"bundle content hash is {actual_hash}, but the operator expected {expected_hash:.80}",
+            hint="pass the content_hash from the capture's evidence file as --expected-hash",
+        )
 
 
 def thread_order(messages: list[Row]) -> list[Row]:
@@ -161,12 +248,7 @@ def thread_order(messages: list[Row]) -> list[Row]:
         m["id"] for m in messages if m["thread_id"] is not None and m["thread_id"] not in by_id
     ]
     if missing:
-        raise SnapshotRejected(
-            "missing_thread_roots",
-            f"{len(missing)} message(s) name a thread root the bundle does not hold",
-            rows=missing,
-            hint="capture archived rows too: thread roots must travel with their replies",
-        )
+        raise closure_refused("missing_thread_roots", missing)
     depth: dict[str, int] = {}
     cyclic: list[str] = []
     for message in messages:
@@ -188,12 +270,7 @@ def thread_order(messages: list[Row]) -> list[Row]:
         for node in path:
             depth.setdefault(node, -1)
     if cyclic:
-        raise SnapshotRejected(
-            "thread_cycles",
-            f"{len(cyclic)} message(s) sit on a thread_id chain that loops",
-            rows=cyclic,
-            hint="a thread_id must lead to a root (a message with no thread_id)",
-        )
+        raise closure_refused("thread_cycles", cyclic)
     return sorted(messages, key=lambda m: (depth[m["id"]], m["id"]))
 
 
@@ -225,21 +302,11 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
     messages = _normalize_all(raw_messages, normalize_message, "malformed_rows", "id")
     dupes = _duplicates([m["id"] for m in messages])
     if dupes:
-        raise SnapshotRejected(
-            "duplicate_ids",
-            f"{len(dupes)} message id(s) occur more than once",
-            rows=dupes,
-            hint="a snapshot holds each message once; recapture it",
-        )
+        raise _repeated("messages", dupes)
     actual_hash = _check_count_and_hash(
         "messages", count, content_hash, messages, key=lambda r: str(r["id"])
     )
-    if expected_hash != actual_hash:
-        raise SnapshotRejected(
-            "hash_mismatch",
-            f"bundle content hash is {actual_hash}, but the operator expected {expected_hash:.80}",
-            hint="pass the content_hash from the capture's evidence file as --expected-hash",
-        )
+    _check_operators_hash(expected_hash, actual_hash)
 
     ids = {m["id"] for m in messages}
     ordered = thread_order(messages)
@@ -249,30 +316,15 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
         if m["supersedes_id"] is not None and m["supersedes_id"] not in ids
     ]
     if dangling:
-        raise SnapshotRejected(
-            "missing_supersedes_targets",
-            f"{len(dangling)} message(s) supersede a message the bundle does not hold",
-            rows=dangling,
-            hint="capture every row, archived ones included",
-        )
+        raise closure_refused("missing_supersedes_targets", dangling)
 
     receipts = _normalize_all(raw_receipts, normalize_receipt, "malformed_receipts", "message_id")
     receipt_dupes = _duplicates([receipt_key(r) for r in receipts])
     if receipt_dupes:
-        raise SnapshotRejected(
-            "duplicate_receipts",
-            f"{len(receipt_dupes)} (message_id, agent) receipt key(s) occur more than once",
-            rows=receipt_dupes,
-            hint="a snapshot holds one receipt per message and reader; recapture it",
-        )
+        raise _repeated("receipts", receipt_dupes)
     orphans = [receipt_key(r) for r in receipts if r["message_id"] not in ids]
     if orphans:
-        raise SnapshotRejected(
-            "orphan_receipts",
-            f"{len(orphans)} receipt(s) belong to no message in the bundle",
-            rows=orphans,
-            hint="receipts and messages must come from the same consistent capture",
-        )
+        raise closure_refused("orphan_receipts", orphans)
     receipts_actual = _check_count_and_hash(
         "receipts", receipts_count, receipts_digest, receipts, key=receipt_key
     )
@@ -282,20 +334,10 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
     )
     tomb_dupes = _duplicates([t["message_id"] for t in tombstones])
     if tomb_dupes:
-        raise SnapshotRejected(
-            "duplicate_ids",
-            "tombstone id(s) occur more than once",
-            rows=tomb_dupes,
-            hint="recapture the bundle",
-        )
+        raise _repeated("tombstones", tomb_dupes)
     resurrected = [t["message_id"] for t in tombstones if t["message_id"] in ids]
     if resurrected:
-        raise SnapshotRejected(
-            "tombstoned_rows_present",
-            "message(s) are both present and tombstoned",
-            rows=resurrected,
-            hint="a deleted message cannot be in the same snapshot; recapture it",
-        )
+        raise closure_refused("tombstoned_rows_present", resurrected)
     tombstones_actual = _check_count_and_hash(
         "tombstones",
         tombstones_count,
@@ -312,4 +354,125 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
         content_hash=actual_hash,
         receipts_hash=receipts_actual,
         tombstones_hash=tombstones_actual,
+    )
+
+
+@dataclass
+class _PartState:
+    sha: Any = field(default_factory=lambda: hashlib.sha256(b"["))
+    count: int = 0
+    last: str = ""
+    bad: list[str] = field(default_factory=list)
+    first_reason: str = ""
+    repeated: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StreamedBundle:
+    """What the trailer of a streamed bundle declared, once every rule on it passed."""
+
+    source: dict[str, Any]
+    captured_at: str
+    counts: dict[str, int]
+    hashes: dict[str, str]
+
+    @property
+    def content_hash(self) -> str:
+        return self.hashes["messages"]
+
+
+class RowStream:
+    """The per-row rules of a v2 bundle, fed one row at a time (see the module's doc).
+
+    `add(part, raw)` returns the canonical row, or None for a row that cannot be read
+    (all of a part's unreadable rows are named once the part ends); `finish(trailer,
+    expected_hash=...)` checks the trailer. Memory holds one part's problems, not rows.
+    """
+
+    def __init__(self) -> None:
+        self._order = tuple(BUNDLE_PARTS)
+        self._index = -1
+        self._states: dict[str, _PartState] = {}
+
+    @property
+    def part(self) -> str | None:
+        return self._order[self._index] if self._index >= 0 else None
+
+    def _enter(self, part: str) -> _PartState:
+        if part not in BUNDLE_PARTS:
+            raise _malformed_stream(f"a row of unknown part {part!r:.30}")
+        index = self._order.index(part)
+        if index < self._index:
+            raise _malformed_stream(f"a {part} row after the {self.part} rows")
+        while self._index < index:
+            self._close()
+            self._index += 1
+            self._states[self._order[self._index]] = _PartState()
+        return self._states[part]
+
+    def _close(self) -> None:
+        if self._index < 0:
+            return
+        part = self._order[self._index]
+        state = self._states[part]
+        if state.bad:
+            raise _unreadable(PART_RULES[part][1], state.bad, state.first_reason)
+        if state.repeated:
+            raise _repeated(part, state.repeated)
+
+    def add(self, part: str, raw: Any) -> Row | None:
+        state = self._enter(part)
+        normalize, _, id_field, _ = PART_RULES[part]
+        try:
+            row = normalize(raw)
+        except MalformedRow as exc:
+            if not state.bad:
+                state.first_reason = str(exc)
+            state.bad.append(_id_of(raw, state.count + len(state.bad), id_field))
+            return None
+        key = BUNDLE_PARTS[part][2](row)
+        if state.count and key <= state.last:
+            if key < state.last:
+                raise _malformed_stream(f"{part} rows out of key order at {key!r:.80}")
+            if key not in state.repeated:
+                state.repeated.append(key)
+        text = canonical_bytes(row)
+        if state.count:
+            state.sha.update(b",")
+        state.sha.update(text)
+        state.count += 1
+        state.last = key
+        return row
+
+    def finish(self, trailer: Mapping[str, Any], *, expected_hash: str) -> StreamedBundle:
+        """Every rule on the trailer: provenance, and each part's count and hash."""
+        self._enter(self._order[-1])
+        self._close()
+        source = _check_provenance(trailer)
+        counts: dict[str, int] = {}
+        hashes: dict[str, str] = {}
+        for part, (count_key, hash_key, _) in BUNDLE_PARTS.items():
+            declared_count = _require(trailer, count_key, int)
+            declared_hash = _require(trailer, hash_key, str)
+            state = self._states[part]
+            sha = state.sha.copy()
+            sha.update(b"]")
+            hashes[part] = sha.hexdigest()
+            counts[part] = state.count
+            _check_declared(part, declared_count, declared_hash, state.count, hashes[part])
+            if part == "messages":
+                _check_operators_hash(expected_hash, hashes[part])
+        return StreamedBundle(
+            source=source,
+            captured_at=canonical_timestamp(trailer["captured_at"], "captured_at"),
+            counts=counts,
+            hashes=hashes,
+        )
+
+
+def _malformed_stream(problem: str) -> SnapshotRejected:
+    return SnapshotRejected(
+        "malformed_bundle",
+        f"the bundle holds {problem}",
+        hint="a v2 bundle holds each part's rows in key order, parts in order; recapture it",
     )

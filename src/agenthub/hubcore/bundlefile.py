@@ -1,5 +1,10 @@
 """Where a bundle lives: a private file (0600) and, beside it, evidence with no bodies.
 
+Two layouts of the same content: v1, one JSON object (`write_bundle`, and every
+bundle captured before v2; read whole), and v2, JSON Lines written row by row by
+`BundleWriter` (what `agenthub hubcore capture` writes) and read line by line by
+`read_lines`, so neither capture nor import holds the inbox in memory.
+
 The bundle holds message bodies and stays in private storage. The evidence
 file (`<bundle>.evidence.json`) holds hashes and counts only — never a body,
 subject, agent name or database URL — so it can be attached to a review.
@@ -10,15 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
 from agenthub.contracts.inbox_feed import canonical_bytes
-from agenthub.hubcore.bundle_rules import SCHEMA
-from agenthub.hubcore.canonical import Row, receipt_key
+from agenthub.hubcore.bundle_rules import BUNDLE_PARTS, SCHEMA, SCHEMA_V2
+from agenthub.hubcore.canonical import Row
 from agenthub.hubcore.errors import SnapshotRejected
 
 EVIDENCE_SCHEMA = "hub-core.statehub-inbox-snapshot-evidence.v1"
@@ -37,12 +42,10 @@ EVIDENCE_SOURCE_KEYS = (
 )
 
 
-# part -> (its count field, its hash field, the key its rows are ordered and hashed by)
-PARTS: dict[str, tuple[str, str, Callable[[Row], str]]] = {
-    "messages": ("count", "content_hash", lambda r: str(r["id"])),
-    "receipts": ("receipts_count", "receipts_hash", receipt_key),
-    "tombstones": ("tombstones_count", "tombstones_hash", lambda r: str(r["message_id"])),
-}
+PARTS = BUNDLE_PARTS
+TRAILER = "trailer"
+HEADER_MAX = 4096
+V2_HEADER = orjson.dumps({"schema": SCHEMA_V2}) + b"\n"
 TRAILER_KEYS = tuple(field for count, digest, _ in PARTS.values() for field in (count, digest))
 
 
@@ -108,15 +111,18 @@ def _write_evidence(path: Path, evidence: dict[str, Any]) -> Path:
 
 
 class BundleWriter:
-    """A v1 bundle written as its rows arrive, so memory does not grow with the inbox.
+    """A v2 bundle written as its rows arrive, so memory does not grow with the inbox.
 
-    The file is the same JSON object `write_bundle` writes, its keys in the order they
-    become known: `schema`, then each part's rows (messages, receipts, tombstones, each
-    in key order) followed by its count and hash, then `source` and `captured_at`. Each
-    part's hash is taken on the way (the rows must arrive strictly ordered by key, which
-    is also what makes a duplicate impossible), and so are the file's own sha256 and the
-    evidence breakdown. The file is private (0600) from its first byte and appears at
-    `path` only once `finish` has written it whole; leaving the block without `finish`
+    A v2 bundle is JSON Lines: the header `{"schema": "…v2"}`, then one line per row,
+    `{"part": "messages", "row": {…canonical row…}}` (messages, receipts, tombstones, in
+    that order, each part's rows strictly in key order), then the trailer
+    `{"part": "trailer", …}` with each part's count and hash, `source` and
+    `captured_at`: the fields of the v1 object but its rows. Its hashes are the v1
+    bundle's, so the same rows hash the same in either layout. Each part's hash is taken
+    on the way (the rows must arrive strictly ordered by key, which is also what makes
+    a duplicate impossible), and so are the file's own sha256 and the evidence
+    breakdown. The file is private (0600) from its first byte and appears at `path`
+    only once `finish` has written it whole; leaving the block without `finish`
     removes it.
     """
 
@@ -125,16 +131,17 @@ class BundleWriter:
         self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._file: BinaryIO | None = None
         self._sha = hashlib.sha256()
-        self._head: dict[str, Any] = {"schema": SCHEMA}
+        self._head: dict[str, Any] = {"schema": SCHEMA_V2}
         self._breakdown = _breakdown()
         self._max_revision: int | None = None
+        self._parts_left = list(PARTS)
 
     def __enter__(self) -> BundleWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
-        self._write(b'{"schema":' + orjson.dumps(SCHEMA))
+        self._write(V2_HEADER)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -149,10 +156,13 @@ class BundleWriter:
         self._file.write(data)
 
     def part(self, part: str, rows: Iterable[Row]) -> None:
-        """Write one part's canonical rows (strictly in key order), then its count and hash."""
+        """Write one part's canonical rows (strictly in key order); parts in PARTS order."""
+        if part not in self._parts_left:
+            raise ValueError(f"bundle part {part!r} out of order or written twice")
+        del self._parts_left[: self._parts_left.index(part) + 1]
         count_key, hash_key, key = PARTS[part]
         digest = hashlib.sha256(b"[")
-        self._write(f',"{part}":['.encode())
+        prefix = b'{"part":' + orjson.dumps(part) + b',"row":'
         count, last = 0, ""
         for row in rows:
             this = key(row)
@@ -161,9 +171,8 @@ class BundleWriter:
             text = canonical_bytes(row)
             if count:
                 digest.update(b",")
-                self._write(b",")
             digest.update(text)
-            self._write(text)
+            self._write(prefix + text + b"}\n")
             count, last = count + 1, this
             if part == "messages":
                 _count_into(self._breakdown, row)
@@ -172,21 +181,24 @@ class BundleWriter:
                 self._max_revision = revision
         digest.update(b"]")
         self._head[count_key], self._head[hash_key] = count, digest.hexdigest()
-        self._write(f'],"{count_key}":{count},"{hash_key}":"{self._head[hash_key]}"'.encode())
+
+    def counts(self) -> dict[str, int]:
+        """The rows written so far, part by part."""
+        return {part: self._head.get(PARTS[part][0], 0) for part in PARTS}
 
     def high_water(self, default: int) -> int:
         """The highest revision written so far (`default` when there were no rows)."""
         return default if self._max_revision is None else self._max_revision
 
     def finish(self, source: dict[str, Any], captured_at: str) -> tuple[dict[str, Any], Path]:
-        """Close the object, move the file into place, write the evidence; the bundle's
+        """Write the trailer, move the file into place, write the evidence; the bundle's
         head (everything but its rows) and the evidence path."""
         missing = [part for part in PARTS if PARTS[part][0] not in self._head]
         if missing:
             raise ValueError(f"bundle parts never written: {', '.join(missing)}")
         self._head["source"], self._head["captured_at"] = source, captured_at
-        self._write(b',"source":' + orjson.dumps(source, option=orjson.OPT_SORT_KEYS))
-        self._write(b',"captured_at":' + orjson.dumps(captured_at) + b"}")
+        trailer = {"part": TRAILER, **{k: v for k, v in self._head.items() if k != "schema"}}
+        self._write(orjson.dumps(trailer, option=orjson.OPT_SORT_KEYS) + b"\n")
         assert self._file is not None
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -204,16 +216,92 @@ def write_bundle(bundle: dict[str, Any], path: Path) -> Path:
     return _write_evidence(path, evidence_for(bundle, data, path.name))
 
 
+def _not_found(path: Path) -> SnapshotRejected:
+    return SnapshotRejected(
+        "malformed_bundle", f"no bundle at {path}", hint="pass the file capture wrote"
+    )
+
+
+def _not_json(path: Path, problem: str) -> SnapshotRejected:
+    return SnapshotRejected(
+        "malformed_bundle",
+        f"{path} is not JSON ({problem})",
+        hint="the file is truncated or not a bundle; capture again",
+    )
+
+
+def is_v2(path: Path) -> bool:
+    """Whether the file is laid out as JSON Lines: a first line holding only a schema (a
+    v1 bundle is one JSON object, with its rows)."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(HEADER_MAX)
+    except FileNotFoundError:
+        raise _not_found(path) from None
+    try:
+        head = orjson.loads(first) if first.endswith(b"\n") else None
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(head, dict) and set(head) == {"schema"}
+
+
+def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
+    """A v2 bundle line by line: (part, raw row) for each row, then ("trailer", the
+    trailer object) last. Another schema is `unsupported_schema`; a line that is not
+    JSON, a row line without its part and row, a missing trailer (a truncated file) or
+    anything after it is `malformed_bundle`."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise _not_found(path) from None
+    with handle:
+        header = handle.readline(HEADER_MAX)
+        if header != V2_HEADER:
+            try:
+                schema = orjson.loads(header).get("schema")
+            except (orjson.JSONDecodeError, AttributeError):
+                raise _not_json(path, "it does not start with a schema line") from None
+            raise SnapshotRejected(
+                "unsupported_schema",
+                f"bundle schema is {schema!r:.60}, expected {SCHEMA_V2!r}",
+                hint="this importer reads v1 and v2 snapshot bundles",
+            )
+        trailer: Any = None
+        for number, line in enumerate(handle, start=2):
+            if trailer is not None:
+                raise _not_json(path, f"line {number} follows the trailer")
+            try:
+                item = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise _not_json(path, f"line {number}: {exc}") from None
+            if not isinstance(item, dict) or not isinstance(item.get("part"), str):
+                raise _not_json(path, f"line {number} is not a row or trailer line")
+            if item["part"] == TRAILER:
+                trailer = item
+            elif set(item) != {"part", "row"}:
+                raise _not_json(path, f"line {number} is not a row line")
+            else:
+                yield item["part"], item["row"]
+        if trailer is None:
+            raise _not_json(path, "it ends before its trailer line: truncated")
+        yield TRAILER, trailer
+
+
 def read_bundle(path: Path) -> Any:
+    """The whole bundle as the one v1 object (a v2 file is read into that object, its
+    schema named v1: the rows and hashes are the same). Memory holds every row: the
+    streaming import (`bundle_import.import_file`) does not use this for a v2 file."""
+    if is_v2(path):
+        bundle: dict[str, Any] = {"schema": SCHEMA, **{part: [] for part in PARTS}}
+        for part, row in read_lines(path):
+            if part == TRAILER:
+                bundle.update({k: v for k, v in row.items() if k not in ("part", "schema")})
+            else:
+                bundle.setdefault(part, []).append(row)
+        return bundle
     try:
         return json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise SnapshotRejected(
-            "malformed_bundle", f"no bundle at {path}", hint="pass the file capture wrote"
-        ) from None
+        raise _not_found(path) from None
     except ValueError as exc:
-        raise SnapshotRejected(
-            "malformed_bundle",
-            f"{path} is not JSON ({exc})",
-            hint="the file is truncated or not a bundle; capture again",
-        ) from None
+        raise _not_json(path, str(exc)) from None

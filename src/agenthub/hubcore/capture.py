@@ -8,6 +8,8 @@ Both produce the same bundle; neither can write to State Hub.
 
 from __future__ import annotations
 
+import itertools
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from agenthub.clock import Clock
 from agenthub.contracts.inbox_feed import CONTRACT, encode_cursor
 from agenthub.db import make_engine
 from agenthub.hubcore.bundle_rules import SCHEMA
-from agenthub.hubcore.bundlefile import BundleWriter
+from agenthub.hubcore.bundlefile import BundleWriter, read_bundle
 from agenthub.hubcore.canonical import (
     MESSAGE_ROW_FIELDS,
     RECEIPT_ROW_FIELDS,
@@ -82,7 +84,7 @@ def _rows(
     conn: Connection, sql: str, normalize: Callable[[Any], Row], progress: Progress | None
 ) -> Iterator[Row]:
     result = conn.execution_options(yield_per=FETCH_BATCH).execute(text(sql))
-    for partition in result.mappings().partitions():
+    for partition in result.mappings().partitions(FETCH_BATCH):
         for raw in partition:
             try:
                 yield normalize(dict(raw))
@@ -355,15 +357,27 @@ def _get_json(http: httpx.Client, url: str, params: dict[str, Any]) -> Mapping[s
     return body
 
 
-def _fetch_paged(
-    http: httpx.Client, url: str, page_size: int, progress: Progress | None
-) -> dict[str, Any]:
-    """Follow `?page_size=` pages of one pinned image and join them into the single shape."""
+def _feed_rows(
+    http: httpx.Client, url: str, page_size: int | None, progress: Progress | None
+) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    """(part, state, the page it came in) for every row of one pinned image, in the
+    order State Hub serves them: a single response, or `?page_size=` pages followed to
+    the last (the last page carries the count and hash)."""
+    if page_size is None:
+        whole = _get_json(http, url, {})
+        for part in ("messages", "receipts", "tombstones"):
+            if part not in whole:
+                raise CaptureFailed(
+                    f"feed snapshot lacks {part!r}", hint="check State Hub's version"
+                )
+            rows = whole[part]
+            for state in rows if isinstance(rows, list) else ():
+                yield part, state, whole
+        return
     page = _get_json(http, url, {"page_size": page_size})
-    head = dict(page)
-    parts: dict[str, list[Any]] = {"messages": [], "receipts": [], "tombstones": []}
+    snapshot_id = page.get("snapshot_id")
     while True:
-        if page.get("snapshot_id") != head.get("snapshot_id"):
+        if page.get("snapshot_id") != snapshot_id:
             raise CaptureFailed(
                 "the paged snapshot changed image between pages",
                 hint="capture again; every page must continue one pinned image",
@@ -375,14 +389,113 @@ def _fetch_paged(
             )
         for row in rows:
             if isinstance(row, Mapping):
-                parts.setdefault(str(row.get("part")), []).append(row.get("state"))
+                yield str(row.get("part")), row.get("state"), page
         if progress is not None:
             progress(len(rows))
         token = page.get("next_page")
         if token is None:
-            break
+            yield "", None, page  # the last page, even when it holds no rows
+            return
         page = _get_json(http, url, {"page": token, "page_size": page_size})
-    return {**head, **parts, "count": page.get("count"), "content_hash": page.get("content_hash")}
+
+
+FEED_PARTS: dict[str, tuple[tuple[str, ...], Callable[[Any], Row], str]] = {
+    "messages": (MESSAGE_ROW_FIELDS, normalize_message, "message"),
+    "receipts": (RECEIPT_ROW_FIELDS, normalize_receipt, "receipt"),
+    "tombstones": (TOMBSTONE_ROW_FIELDS, normalize_tombstone, "tombstone"),
+}
+
+
+def _bundle_rows(part: str, states: Iterator[Any]) -> Iterator[Row]:
+    fields, normalize, what = FEED_PARTS[part]
+    for position, state in enumerate(states):
+        yield _normalized([_pick(state, fields, what, position)], normalize, what)[0]
+
+
+def capture_statehub_to_file(
+    base_url: str,
+    out: Path,
+    *,
+    clock: Clock,
+    captured_by: str,
+    client: httpx.Client | None = None,
+    timeout: float = 120.0,
+    page_size: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """Fetch `GET /messages/feed/snapshot` (one consistent image) straight into the
+    bundle file `out`, row by row as the pages arrive (memory holds one page); the
+    bundle without its rows, and the evidence path. Nothing is left at `out` unless
+    the whole capture succeeded.
+
+    With `page_size` the image comes in pages of that many rows (State Hub pins one
+    image for the whole walk), so no single response holds the inbox either. State Hub
+    serves each part's rows in key order, parts in the bundle's order; a feed that does
+    not is refused."""
+    url = base_url.rstrip("/") + SNAPSHOT_PATH
+    owned = client is None
+    http = client or httpx.Client(timeout=timeout)
+    pages: list[Mapping[str, Any]] = []  # the first and the latest page
+
+    def rows() -> Iterator[tuple[str, Any]]:
+        for part, state, page in _feed_rows(http, url, page_size, progress):
+            if not pages:
+                pages.append(page)
+            pages[1:] = [page]
+            if part in FEED_PARTS:
+                yield part, state
+
+    try:
+        with BundleWriter(out) as writer:
+            left = list(FEED_PARTS)
+            for part, group in itertools.groupby(rows(), key=lambda item: item[0]):
+                if part not in left:
+                    raise CaptureFailed(
+                        f"the feed snapshot serves {part} rows out of order",
+                        hint="report it against State Hub's feed; do not edit the bundle",
+                    )
+                for earlier in left[: left.index(part)]:
+                    writer.part(earlier, iter(()))
+                del left[: left.index(part) + 1]
+                try:
+                    writer.part(part, _bundle_rows(part, (state for _, state in group)))
+                except ValueError as exc:
+                    raise CaptureFailed(
+                        f"the feed snapshot is not in key order ({exc})",
+                        hint="report it against State Hub's feed; do not edit the bundle",
+                    ) from None
+            for part in left:
+                writer.part(part, iter(()))
+            head, last = pages[0], pages[-1]
+            for key in ("source_instance", "source_time", "cursor"):
+                if key not in head:
+                    raise CaptureFailed(
+                        f"feed snapshot lacks {key!r}", hint="check State Hub's version"
+                    )
+            counted = writer.counts()["messages"]
+            if last.get("count") != counted:
+                raise CaptureFailed(
+                    f"feed snapshot says count {last.get('count')} but holds {counted} messages",
+                    hint="the response was truncated; capture again",
+                )
+            try:
+                source_time = canonical_timestamp(head["source_time"], "source_time")
+            except MalformedRow as exc:
+                raise CaptureFailed(f"feed snapshot source_time is unreadable ({exc})") from None
+            source = {
+                "instance": head["source_instance"],
+                "cursor": head["cursor"],
+                "source_time": source_time,
+                "captured_by": captured_by,
+                "via": "statehub-feed-snapshot",
+                "epoch": head.get("source_epoch"),
+                "compacted_before": head.get("compacted_before"),
+                "feed_content_hash": last.get("content_hash"),
+            }
+            return writer.finish(source, canonical_timestamp(clock.now(), "captured_at"))
+    finally:
+        if owned:
+            http.close()
 
 
 def capture_from_statehub(
@@ -395,66 +508,18 @@ def capture_from_statehub(
     page_size: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Fetch `GET /messages/feed/snapshot` (one consistent image) and turn it into a bundle.
-
-    With `page_size` the image comes in pages of that many rows (State Hub pins
-    one image for the whole walk), so no single response holds the inbox.
-    """
-    url = base_url.rstrip("/") + SNAPSHOT_PATH
-    owned = client is None
-    http = client or httpx.Client(timeout=timeout)
-    try:
-        if page_size is None:
-            snapshot: Mapping[str, Any] = _get_json(http, url, {})
-        else:
-            snapshot = _fetch_paged(http, url, page_size, progress)
-    finally:
-        if owned:
-            http.close()
-    for key in ("source_instance", "source_time", "cursor", "messages", "receipts", "tombstones"):
-        if key not in snapshot:
-            raise CaptureFailed(f"feed snapshot lacks {key!r}", hint="check State Hub's version")
-    messages = _normalized(
-        [_pick(r, MESSAGE_ROW_FIELDS, "message", i) for i, r in enumerate(snapshot["messages"])],
-        normalize_message,
-        "message",
-    )
-    if snapshot.get("count") != len(messages):
-        raise CaptureFailed(
-            f"feed snapshot says count {snapshot.get('count')} but holds {len(messages)} messages",
-            hint="the response was truncated; capture again",
+    """`capture_statehub_to_file`, read back whole: the bundle as one v1 object."""
+    with tempfile.TemporaryDirectory(prefix="hubcore-capture-") as tmp:
+        out = Path(tmp) / "bundle.jsonl"
+        capture_statehub_to_file(
+            base_url,
+            out,
+            clock=clock,
+            captured_by=captured_by,
+            client=client,
+            timeout=timeout,
+            page_size=page_size,
+            progress=progress,
         )
-    receipts = _normalized(
-        [_pick(r, RECEIPT_ROW_FIELDS, "receipt", i) for i, r in enumerate(snapshot["receipts"])],
-        normalize_receipt,
-        "receipt",
-    )
-    tombstones = _normalized(
-        [
-            _pick(r, TOMBSTONE_ROW_FIELDS, "tombstone", i)
-            for i, r in enumerate(snapshot["tombstones"])
-        ],
-        normalize_tombstone,
-        "tombstone",
-    )
-    try:
-        source_time = canonical_timestamp(snapshot["source_time"], "source_time")
-    except MalformedRow as exc:
-        raise CaptureFailed(f"feed snapshot source_time is unreadable ({exc})") from None
-    source = {
-        "instance": snapshot["source_instance"],
-        "cursor": snapshot["cursor"],
-        "source_time": source_time,
-        "captured_by": captured_by,
-        "via": "statehub-feed-snapshot",
-        "epoch": snapshot.get("source_epoch"),
-        "compacted_before": snapshot.get("compacted_before"),
-        "feed_content_hash": snapshot.get("content_hash"),
-    }
-    return build_bundle(
-        source=source,
-        captured_at=clock.now(),
-        messages=messages,
-        receipts=receipts,
-        tombstones=tombstones,
-    )
+        bundle: dict[str, Any] = read_bundle(out)
+        return bundle

@@ -65,8 +65,7 @@ def capture(
     ),
 ) -> None:
     """Capture a State Hub inbox into a snapshot bundle plus a hashes-only evidence file."""
-    from agenthub.hubcore.bundlefile import write_bundle
-    from agenthub.hubcore.capture import capture_database_to_file, capture_from_statehub
+    from agenthub.hubcore.capture import capture_database_to_file, capture_statehub_to_file
 
     if (source_db is None) == (from_statehub is None):
         raise CliError("give exactly one of --source-db or --from-statehub")
@@ -86,14 +85,14 @@ def capture(
     else:
         assert from_statehub is not None
         with _progress("fetching the feed snapshot", None) as advance:
-            bundle = capture_from_statehub(
+            bundle, evidence = capture_statehub_to_file(
                 from_statehub,
+                out,
                 clock=clock,
                 captured_by=who,
                 page_size=page_size,
                 progress=advance,
             )
-        evidence = write_bundle(bundle, out)
     typer.echo(f"bundle      {out} (mode 0600)")
     typer.echo(f"evidence    {evidence}")
     typer.echo(f"source      {bundle['source']['instance']} at {bundle['source']['cursor']}")
@@ -116,8 +115,7 @@ def import_(
     apply: bool = typer.Option(False, "--apply", help="Write; without it only validate."),
 ) -> None:
     """Validate a bundle against HUBCORE_DATABASE_URL; with --apply import it in one transaction."""
-    from agenthub.hubcore.bundle_import import import_into
-    from agenthub.hubcore.bundlefile import read_bundle
+    from agenthub.hubcore.bundle_import import import_file
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()
@@ -125,12 +123,10 @@ def import_(
     try:
         migrations.upgrade(engine)
         db = Database(engine)
-        bundle = read_bundle(bundle_file)
-        rows = [bundle.get(k) for k in ("messages", "receipts")] if isinstance(bundle, dict) else []
-        total = sum(len(r) for r in rows if isinstance(r, list)) if apply else None
-        with _progress("importing rows" if apply else "validating", total) as advance:
-            result = import_into(
-                db, bundle, expected_hash=expected_hash, apply=apply, progress=advance
+        # A v2 bundle is streamed (memory does not grow with it); a v1 one is read whole.
+        with _progress("importing rows" if apply else "validating", None) as advance:
+            result = import_file(
+                db, bundle_file, expected_hash=expected_hash, apply=apply, progress=advance
             )
     finally:
         engine.dispose()

@@ -63,7 +63,7 @@ from agenthub.hubcore.repository import (
     receipt_row,
 )
 from agenthub.hubcore.rules import decide, message_transition, receipt_transition
-from agenthub.hubcore.staged_swap import STAGED_COLUMNS, swap_in
+from agenthub.hubcore.staged_swap import STAGED_COLUMNS, indexes_built_after, swap_in
 from agenthub.hubcore.store import Database
 
 log = logging.getLogger(__name__)
@@ -314,16 +314,17 @@ class SnapshotImporter:
             held += session.scalar(select(func.count()).select_from(ProjectedReceipt)) or 0
             if held and not gone:
                 self._check_accounts_for(session, snapshot_id)
-            for model in (
-                ProjectedReceipt,
-                ProjectedMessage,
-                ProjectedTombstone,
-                ProjectedReceiptTombstone,
-                SourceCursor,
-            ):
-                session.execute(delete(model))
-            for part in PARTS:
-                counts[part] = swap_in(session, snapshot_id, part)
+            with indexes_built_after(session):
+                for model in (
+                    ProjectedReceipt,
+                    ProjectedMessage,
+                    ProjectedTombstone,
+                    ProjectedReceiptTombstone,
+                    SourceCursor,
+                ):
+                    session.execute(delete(model))
+                for part in PARTS:
+                    counts[part] = swap_in(session, snapshot_id, part)
             broken = feedrepo.closure_violations(session)
             if broken:
                 raise FeedRefused(

@@ -19,7 +19,7 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 
 from agenthub.hubcore.canonical import (
     Row,
@@ -117,24 +117,91 @@ def receipt_row(r: ProjectedReceipt) -> Row:
     }
 
 
+def _agent_order(session: Session) -> ColumnElement[str] | InstrumentedAttribute[str]:
+    """Agents by code point, as bundles order them (PostgreSQL's collation would not)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return ProjectedReceipt.agent.collate("C")
+    return ProjectedReceipt.agent
+
+
 def stored_messages(session: Session) -> Iterator[Row]:
-    """Every projected message in canonical bundle form (`source_revision` as `revision`)."""
-    for m in session.scalars(select(ProjectedMessage)).yield_per(INSERT_BATCH):
+    """Every projected message in canonical bundle form (`source_revision` as `revision`),
+    in id order (a UUID sorts as its canonical text on both databases)."""
+    stmt = select(ProjectedMessage).order_by(ProjectedMessage.id)
+    for m in session.scalars(stmt).yield_per(INSERT_BATCH):
         yield message_row(m)
 
 
 def stored_receipts(session: Session) -> Iterator[Row]:
-    for r in session.scalars(select(ProjectedReceipt)).yield_per(INSERT_BATCH):
+    """Every projected receipt, in bundle key order (message id, then agent)."""
+    stmt = select(ProjectedReceipt).order_by(ProjectedReceipt.message_id, _agent_order(session))
+    for r in session.scalars(stmt).yield_per(INSERT_BATCH):
         yield receipt_row(r)
 
 
 def stored_tombstones(session: Session) -> Iterator[Row]:
-    for t in session.scalars(select(ProjectedTombstone)):
+    stmt = select(ProjectedTombstone).order_by(ProjectedTombstone.message_id)
+    for t in session.scalars(stmt).yield_per(INSERT_BATCH):
         yield {
             "message_id": canonical_uuid(t.message_id),
             "revision": t.revision,
             "deleted_at": _ts(t.deleted_at),
         }
+
+
+def dangling_links(session: Session, field: str) -> list[str]:
+    """Ids of messages whose `field` (thread_id, supersedes_id) names no held message."""
+    target = aliased(ProjectedMessage)
+    column = getattr(ProjectedMessage, field)
+    stmt = (
+        select(ProjectedMessage.id)
+        .outerjoin(target, target.id == column)
+        .where(column.is_not(None), target.id.is_(None))
+        .order_by(ProjectedMessage.id)
+    )
+    return [canonical_uuid(i) for i in session.scalars(stmt)]
+
+
+def unrooted_messages(session: Session) -> list[str]:
+    """Ids of messages no thread_id chain from a root (no thread_id) reaches: with every
+    thread_id naming a held message, those on or leading into a loop."""
+    reach = (
+        select(ProjectedMessage.id)
+        .where(ProjectedMessage.thread_id.is_(None))
+        .cte("reach", recursive=True)
+    )
+    child = aliased(ProjectedMessage)
+    reach = reach.union_all(select(child.id).join(reach, child.thread_id == reach.c.id))
+    total = session.scalar(select(func.count()).select_from(ProjectedMessage))
+    if session.scalar(select(func.count()).select_from(reach)) == total:
+        return []
+    stmt = (
+        select(ProjectedMessage.id)
+        .where(ProjectedMessage.id.not_in(select(reach.c.id)))
+        .order_by(ProjectedMessage.id)
+    )
+    return [canonical_uuid(i) for i in session.scalars(stmt)]
+
+
+def orphan_receipts(session: Session) -> list[str]:
+    """Keys (message_id:agent) of receipts whose message is not held."""
+    stmt = (
+        select(ProjectedReceipt.message_id, ProjectedReceipt.agent)
+        .outerjoin(ProjectedMessage, ProjectedMessage.id == ProjectedReceipt.message_id)
+        .where(ProjectedMessage.id.is_(None))
+        .order_by(ProjectedReceipt.message_id, _agent_order(session))
+    )
+    return [f"{canonical_uuid(m)}:{a}" for m, a in session.execute(stmt)]
+
+
+def tombstoned_messages(session: Session) -> list[str]:
+    """Ids both held as a message and tombstoned."""
+    stmt = (
+        select(ProjectedTombstone.message_id)
+        .join(ProjectedMessage, ProjectedMessage.id == ProjectedTombstone.message_id)
+        .order_by(ProjectedTombstone.message_id)
+    )
+    return [canonical_uuid(i) for i in session.scalars(stmt)]
 
 
 def stored_cursors(session: Session) -> list[SourceCursor]:

@@ -7,9 +7,14 @@ one INSERT … SELECT per part, inside the importer's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from agenthub.hubcore.canonical import Row
 from agenthub.hubcore.models import (
     ProjectedMessage,
     ProjectedReceipt,
@@ -98,8 +103,64 @@ def swap_sql(dialect: str, part: str) -> str:
     return f"INSERT INTO {table} ({names}) SELECT {values} FROM staged_snapshot_rows WHERE {where}"
 
 
+# The tables a swap fills whole, whose secondary indexes SQLite builds after it.
+REBUILT_TABLES = (ProjectedMessage.__tablename__, ProjectedReceipt.__tablename__)
+
+
+@contextmanager
+def indexes_built_after(session: Session) -> Iterator[None]:
+    """On SQLite, the swap's tables lose their secondary indexes for the block and get
+    them back, as the database defined them, at its end, all in the caller's transaction:
+    one sorted build per index instead of an update per row at a random key, which was
+    most of a large swap. WAL readers see the old rows and schema until the commit, and
+    a failure rolls the schema back with the rows. PostgreSQL keeps its indexes: dropping
+    one would lock readers out until the commit."""
+    if session.get_bind().dialect.name != "sqlite":
+        yield
+        return
+    tables = ", ".join(f"'{t}'" for t in REBUILT_TABLES)
+    indexes: list[tuple[str, str]] = [
+        (str(name), str(sql))
+        for name, sql in session.execute(
+            text(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                f"AND tbl_name IN ({tables}) ORDER BY name"
+            )
+        )
+    ]
+    for name, _ in indexes:
+        session.execute(text(f'DROP INDEX "{name}"'))
+    yield
+    for _, sql in indexes:
+        session.execute(text(sql))
+
+
 def swap_in(session: Session, snapshot_id: str, part: str) -> int:
     """Insert one part of the staged image; how many rows it held."""
     sql = swap_sql(session.get_bind().dialect.name, part)
     result = session.execute(text(sql), {"snapshot_id": snapshot_id, "part": part})
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _sqlite_stored(kind: str) -> Callable[[Any], Any]:
+    """`_sqlite_value`'s conversion in Python, for rows loaded without staging."""
+    if kind == UUID:
+        return lambda v: None if v is None else v.replace("-", "")
+    if kind == TIME:
+        return lambda v: None if v is None else f"{v[:10]} {v[11:26]}"
+    return lambda v: v
+
+
+def stored_values(
+    dialect: str, part: str
+) -> tuple[str, tuple[str, ...], Callable[[Row], tuple[Any, ...]]]:
+    """(table, columns, row -> the values the driver stores) for one part's canonical
+    rows: what `swap_sql` extracts from a staged row, for a bulk load straight into the
+    projection (`COPY` parses canonical text itself; SQLite gets SQLAlchemy's forms)."""
+    table, columns = SWAP_TARGETS[part]
+    names = tuple(column for column, _, _ in columns)
+    fields = tuple(field for _, field, _ in columns)
+    if dialect == "postgresql":
+        return table, names, lambda row: tuple(row[f] for f in fields)
+    converters = tuple((field, _sqlite_stored(kind)) for _, field, kind in columns)
+    return table, names, lambda row: tuple(convert(row[f]) for f, convert in converters)

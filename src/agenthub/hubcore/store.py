@@ -33,6 +33,20 @@ class Database:
                 yield session
 
     @contextmanager
+    def scratch(self) -> Iterator[Session]:
+        """A write transaction that never commits: room for a check that needs to write
+        (a streamed bundle's validation loads its rows), rolled back whatever happens."""
+        with self.engine.connect() as conn:
+            if self.sqlite:
+                conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+            with Session(bind=conn, expire_on_commit=False) as session:
+                session.begin()
+                try:
+                    yield session
+                finally:
+                    session.rollback()
+
+    @contextmanager
     def read_only(self) -> Iterator[Session]:
         with self.engine.connect() as conn:
             try:
