@@ -72,9 +72,10 @@ async def watched(
     mode: str,
     prepare: Callable[[], list[str]],
     read: Callable[[], dict[str, Any]],
-) -> dict[str, Any]:
+) -> Response:
     """A read that may park: `prepare()` validates the handle (404 before any slot or
-    presence stamp) and returns the wake keys; `read()` is the plain poll."""
+    presence stamp) and returns the wake keys; `read()` is the plain poll. The page is
+    sent as JSON by the route itself (`api.answers`)."""
     hub = hub_of(request)
     wait = parse_wait(hub, dict(request.query_params))
     longpoll = hub.longpoll
@@ -88,7 +89,7 @@ async def watched(
 
     work = longpoll.read(owner=owner, mode=mode, wait_s=wait, prepare=keys, check=check)
     if wait <= 0:
-        return await work
+        return json_answer(await work)
     watch = asyncio.create_task(work)
     gone = asyncio.create_task(_disconnected(request))
     try:
@@ -103,20 +104,8 @@ async def watched(
     if watch.cancelled():
         # Hanging up on a long-poll is what clients do; nobody reads this answer.
         logger.debug("%s long-poll for %s: the client hung up", mode, owner)
-        return {"count": 0, "matched": 0, "items": [], "next": None, "cursor": None}
-    return watch.result()
-
-
-async def watched_answer(
-    request: Request,
-    *,
-    owner: str,
-    mode: str,
-    prepare: Callable[[], list[str]],
-    read: Callable[[], dict[str, Any]],
-) -> Response:
-    """`watched`, sent as JSON by the route itself (`api.answers`)."""
-    return json_answer(await watched(request, owner=owner, mode=mode, prepare=prepare, read=read))
+        return json_answer({"count": 0, "matched": 0, "items": [], "next": None, "cursor": None})
+    return json_answer(watch.result())
 
 
 async def cached_or_threaded(read: Callable[[], T]) -> T:
@@ -145,7 +134,7 @@ async def inbox(handle: str, request: Request) -> Response:
         access.require_handle(hub, handle)
         return [f"inbox:{handle}"]
 
-    return await watched_answer(
+    return await watched(
         request,
         owner=handle,
         mode="inbox",
@@ -158,7 +147,7 @@ async def inbox(handle: str, request: Request) -> Response:
 async def get_updates(request: Request, as_: str = Query(..., alias="as")) -> Response:
     hub = hub_of(request)
     params = dict(request.query_params)
-    return await watched_answer(
+    return await watched(
         request,
         owner=as_,
         mode="updates",
@@ -176,7 +165,7 @@ async def channel_feed(request: Request, as_: str = Query(..., alias="as")) -> R
         access.require_handle(hub, as_)
         return [f"channel:{name}" for name in channels.subscriptions(hub, as_)]
 
-    return await watched_answer(
+    return await watched(
         request,
         owner=as_,
         mode="feed",
