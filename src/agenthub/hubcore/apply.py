@@ -17,7 +17,9 @@ or from another instance or epoch, is refused.
 
 Thread closure is checked at a checkpoint (`next_cursor == high_water` and no
 more pages), not per page: rows keep only their latest revision, so a root
-archived after its reply was written arrives after the reply.
+archived after its reply was written arrives after the reply. While following
+live every page is a checkpoint, and the one before it was too: the check then
+looks only near the rows the page wrote or removed (`_PageRun.closure_violations`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ from agenthub.hubcore.rules import decide, message_transition, no_transition, re
 from agenthub.hubcore.store import Database
 
 log = logging.getLogger(__name__)
+
+# Above this many keys a page's closure check reads every row instead of looking
+# near the page's keys: a page that big is catch-up, and its IN lists would be long.
+NEAR_CHECK_MAX = 1000
 
 
 @dataclass
@@ -287,6 +293,21 @@ class _PageRun:
         self.w.dirty_tombstones.add(change.key)
         return "deleted"
 
+    def closure_violations(self, closed_before: bool) -> list[str]:
+        """The checkpoint's closure check. From a projection that was closed before
+        this page (the last apply ended on a checked checkpoint, or a snapshot was
+        swapped in), only the rows the page wrote or removed can break it; otherwise,
+        or for a page too big for that to pay, every row is checked."""
+        w = self.w
+        written = [k for k in w.dirty_messages if w.messages[k] is not None]
+        removed = [k for k in w.dirty_messages if w.messages[k] is None]
+        receipts_of = {k.partition(":")[0] for k in w.dirty_receipts if w.receipts[k] is not None}
+        if not closed_before or len(written) + len(removed) + len(receipts_of) > NEAR_CHECK_MAX:
+            return feedrepo.closure_violations(self.session)
+        return feedrepo.closure_violations_near(
+            self.session, written=written, removed=removed, receipts_of=receipts_of
+        )
+
     def run(self) -> None:
         handlers: dict[str, Callable[[Change], str]] = {
             "message": self.message,
@@ -378,6 +399,9 @@ def apply_page(
     # and it tells nothing new about the source, so the envelope is not taken.
     replay = bool(page.changes) and page.next_cursor <= cursor
     check_source(stored, page, replay=replay)
+    # A cursor standing at its high water was left by a checkpoint whose closure check
+    # passed (a snapshot swap checks closure too): the projection is closed right now.
+    closed_before = stored.cursor == stored.high_water
     run = _PageRun(session, page, cursor)
     run.run()
     result = run.result
@@ -399,7 +423,7 @@ def apply_page(
     result.high_water = stored.high_water
     result.checkpoint = page.checkpoint and new_cursor == page.high_water
     if result.checkpoint:
-        broken = feedrepo.closure_violations(session)
+        broken = run.closure_violations(closed_before)
         if broken:
             raise FeedRefused(
                 "closure_broken",

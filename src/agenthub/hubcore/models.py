@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Index, MetaData, String, Text, Uuid
+from sqlalchemy import BigInteger, Index, MetaData, String, Text, Uuid, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agenthub.sqltypes import NAMING_CONVENTION, UTCDateTime
@@ -48,6 +48,13 @@ class ProjectedMessage(Base):
         Index("ix_projected_messages_to_agent_created_at", "to_agent", "created_at", "id"),
         Index("ix_projected_messages_from_agent_created_at", "from_agent", "created_at"),
         Index("ix_projected_messages_thread_id", "thread_id"),
+        # The live closure check finds the rows naming a deleted message through these two.
+        Index(
+            "ix_projected_messages_supersedes_id",
+            "supersedes_id",
+            postgresql_where=text("supersedes_id IS NOT NULL"),
+            sqlite_where=text("supersedes_id IS NOT NULL"),
+        ),
     )
 
 
