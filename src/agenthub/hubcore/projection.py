@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row
 
 from agenthub.clock import Clock
 from agenthub.hubcore import repository as repo
 from agenthub.hubcore.errors import AgentNotServed
 from agenthub.hubcore.freshness import Freshness, assess
-from agenthub.hubcore.models import ProjectedMessage
 from agenthub.hubcore.store import Database
 
 MAX_LIMIT = 1000
@@ -25,7 +27,7 @@ class InboxQuery:
 
 @dataclass(frozen=True)
 class InboxPage:
-    messages: list[ProjectedMessage]
+    messages: list[Row[Any]]  # `MessageRead`'s columns
     freshness: Freshness
 
 

@@ -7,10 +7,11 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Table,
     exists,
     func,
     insert,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy import Row as SqlRow
 from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 
 from agenthub.hubcore.canonical import (
@@ -33,8 +35,13 @@ from agenthub.hubcore.models import (
     ProjectedTombstone,
     SourceCursor,
 )
+from agenthub.hubcore.schemas import MessageRead
 
 BROADCAST = "*"
+# The columns an inbox read answers with: `MessageRead`'s fields, in its order.
+INBOX_COLUMNS = tuple(
+    cast(Table, ProjectedMessage.__table__).c[name] for name in MessageRead.model_fields
+)
 INSERT_BATCH = 5_000
 PROJECTION_TABLES = (
     "projected_messages",
@@ -306,8 +313,9 @@ def inbox_page(
     unread_only: bool,
     now: datetime,
     limit: int,
-) -> list[ProjectedMessage]:
-    """`reader`'s inbox as State Hub lists it: direct and broadcast, live, newest first.
+) -> list[SqlRow[Any]]:
+    """`reader`'s inbox as State Hub lists it: direct and broadcast, live, newest first,
+    as rows of `MessageRead`'s columns (no ORM objects: nothing here is changed).
 
     Direct and broadcast rows are read as two index-ordered scans of
     (to_agent, created_at, id), each stopping at `limit`, and merged here; one
@@ -336,7 +344,7 @@ def inbox_page(
         )
     newest_first = (ProjectedMessage.created_at.desc(), ProjectedMessage.id.desc())
     scans = [
-        session.scalars(select(ProjectedMessage).where(*where).order_by(*newest_first).limit(limit))
+        session.execute(select(*INBOX_COLUMNS).where(*where).order_by(*newest_first).limit(limit))
         for where in (direct, broadcast)
     ]
     merged = heapq.merge(*scans, key=lambda m: (m.created_at, m.id), reverse=True)
