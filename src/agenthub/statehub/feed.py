@@ -8,15 +8,16 @@ the watermark of the revision mode: the highest visible revision under `lock`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import func, select, text
+from sqlalchemy import ScalarSelect, Select, bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock
@@ -84,6 +85,41 @@ class EncodedPage:
 P = TypeVar("P")
 
 
+def _maxima(bounded: bool) -> list[ScalarSelect[Any]]:
+    """Each revision table's highest revision (at or below `:bound`), as subqueries."""
+    columns = []
+    for table in REVISION_TABLES:
+        stmt = select(func.max(table.revision))
+        if bounded:
+            stmt = stmt.where(table.revision <= bindparam("bound"))
+        columns.append(stmt.scalar_subquery())
+    return columns
+
+
+@cache
+def _maxima_statement(bounded: bool) -> Select[Any]:
+    return select(*_maxima(bounded))
+
+
+@cache
+def _position_statement(postgres: bool) -> Select[Any]:
+    """`read_position`'s one statement: the maxima, the highest revision of each
+    tombstone table deleted before `:cutoff` (compacted away), then `now()` on
+    PostgreSQL."""
+    compacted = [
+        select(
+            func.coalesce(func.max(t.revision).filter(t.deleted_at < bindparam("cutoff")), 0)
+        ).scalar_subquery()
+        for t in (TOMBSTONES, RECEIPT_TOMBSTONES)
+    ]
+    clock = [func.now()] if postgres else []
+    return select(*_maxima(False), *compacted, *clock)
+
+
+def _highest(maxima: Iterable[Any]) -> int:
+    return max((int(v) for v in maxima if v is not None), default=0)
+
+
 class FeedService:
     def __init__(self, db: Database, clock: Clock, instance_label: str) -> None:
         self.db = db
@@ -127,52 +163,31 @@ class FeedService:
 
     def read_position(self, session: Session) -> Position:
         state = source.read_state(session)
-        if self.db.sqlite:
-            source_time = self.clock.now()
-        else:
-            source_time = session.execute(text("SELECT now()")).scalar_one()
         bound = self._bound(session, state)
+        postgres = not self.db.sqlite
+        # One statement: each table's highest revision, the compaction horizon, and
+        # (PostgreSQL) the source's clock. A small live page spent most of its time
+        # on the round trips of asking for each in turn.
+        cutoff = self.clock.now() - TOMBSTONE_HORIZON
+        row = session.execute(_position_statement(postgres), {"cutoff": cutoff}).one()
+        maxima, compacted = row[: len(REVISION_TABLES)], row[len(REVISION_TABLES) :][:2]
+        source_time = row[-1] if postgres else self.clock.now()
         # `xid`: the bound itself. Rows keep only their latest revision, so the
         # highest revision visible below the bound can fall when such a row is
         # updated by a transaction not yet final; the bound never falls.
-        high_water = self._max_revision(session, None) if bound is None else bound
-        cutoff = self.clock.now() - TOMBSTONE_HORIZON
-        compacted: int = session.execute(
-            select(
-                func.coalesce(
-                    func.max(TOMBSTONES.revision).filter(TOMBSTONES.deleted_at < cutoff), 0
-                )
-            )
-        ).scalar_one()
-        compacted_receipts: int = session.execute(
-            select(
-                func.coalesce(
-                    func.max(RECEIPT_TOMBSTONES.revision).filter(
-                        RECEIPT_TOMBSTONES.deleted_at < cutoff
-                    ),
-                    0,
-                )
-            )
-        ).scalar_one()
+        high_water = _highest(maxima) if bound is None else bound
         return Position(
             instance=self.instance_label,
             epoch=source.epoch(session, state),
             source_time=source_time,
             high_water=high_water,
-            compacted_before=max(int(compacted), int(compacted_receipts)),
+            compacted_before=max(int(compacted[0]), int(compacted[1])),
         )
 
     @staticmethod
     def _max_revision(session: Session, bound: int | None) -> int:
-        best = 0
-        for table in REVISION_TABLES:
-            stmt = select(func.max(table.revision))
-            if bound is not None:
-                stmt = stmt.where(table.revision <= bound)
-            value: int | None = session.execute(stmt).scalar_one()
-            if value is not None and value > best:
-                best = int(value)
-        return best
+        stmt = _maxima_statement(bound is not None)
+        return _highest(session.execute(stmt, {"bound": bound}).one())
 
     def high_water_cursor(self) -> str:
         self.check_restore()
