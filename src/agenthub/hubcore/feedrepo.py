@@ -21,6 +21,7 @@ from sqlalchemy import (
     tuple_,
     union_all,
 )
+from sqlalchemy import Row as SqlRow
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.orm import Session, aliased
 
@@ -60,7 +61,7 @@ def _split(key: str) -> tuple[uuid.UUID, str]:
     return uuid.UUID(message_id), agent
 
 
-def tombstone_row(t: ProjectedTombstone) -> Row:
+def tombstone_row(t: ProjectedTombstone | SqlRow[Any]) -> Row:
     return {
         "message_id": canonical_uuid(t.message_id),
         "revision": t.revision,
@@ -68,7 +69,7 @@ def tombstone_row(t: ProjectedTombstone) -> Row:
     }
 
 
-def receipt_tombstone_row(t: ProjectedReceiptTombstone) -> Row:
+def receipt_tombstone_row(t: ProjectedReceiptTombstone | SqlRow[Any]) -> Row:
     return {
         "message_id": canonical_uuid(t.message_id),
         "agent": t.agent,
@@ -87,13 +88,14 @@ def receipt_tombstone_params(row: Row) -> dict[str, Any]:
 
 
 # -- keyed loads --------------------------------------------------------------------
+# Core rows, not ORM objects: the loaded rows are only read (into canonical form).
 
 
 def load_messages(session: Session, ids: Iterable[str]) -> dict[str, Row]:
     keys = list({uuid.UUID(i) for i in ids})
     found: dict[str, Row] = {}
     for part in chunks(keys):
-        for m in session.scalars(select(ProjectedMessage).where(ProjectedMessage.id.in_(part))):
+        for m in session.execute(select(MESSAGES).where(MESSAGES.c.id.in_(part))):
             found[canonical_uuid(m.id)] = message_row(m)
     return found
 
@@ -102,8 +104,8 @@ def load_tombstones(session: Session, ids: Iterable[str]) -> dict[str, Row]:
     keys = list({uuid.UUID(i) for i in ids})
     found: dict[str, Row] = {}
     for part in chunks(keys):
-        stmt = select(ProjectedTombstone).where(ProjectedTombstone.message_id.in_(part))
-        for t in session.scalars(stmt):
+        stmt = select(TOMBSTONES).where(TOMBSTONES.c.message_id.in_(part))
+        for t in session.execute(stmt):
             found[canonical_uuid(t.message_id)] = tombstone_row(t)
     return found
 
@@ -111,9 +113,9 @@ def load_tombstones(session: Session, ids: Iterable[str]) -> dict[str, Row]:
 def load_receipts(session: Session, keys: Iterable[str]) -> dict[str, Row]:
     pairs = list({_split(k) for k in keys})
     found: dict[str, Row] = {}
-    columns = tuple_(ProjectedReceipt.message_id, ProjectedReceipt.agent)
+    columns = tuple_(RECEIPTS.c.message_id, RECEIPTS.c.agent)
     for part in chunks(pairs):
-        for r in session.scalars(select(ProjectedReceipt).where(columns.in_(part))):
+        for r in session.execute(select(RECEIPTS).where(columns.in_(part))):
             found[f"{canonical_uuid(r.message_id)}:{r.agent}"] = receipt_row(r)
     return found
 
@@ -121,10 +123,10 @@ def load_receipts(session: Session, keys: Iterable[str]) -> dict[str, Row]:
 def load_receipt_tombstones(session: Session, keys: Iterable[str]) -> dict[str, Row]:
     pairs = list({_split(k) for k in keys})
     found: dict[str, Row] = {}
-    model = ProjectedReceiptTombstone
-    columns = tuple_(model.message_id, model.agent)
+    table = RECEIPT_TOMBSTONES
+    columns = tuple_(table.c.message_id, table.c.agent)
     for part in chunks(pairs):
-        for t in session.scalars(select(model).where(columns.in_(part))):
+        for t in session.execute(select(table).where(columns.in_(part))):
             found[f"{canonical_uuid(t.message_id)}:{t.agent}"] = receipt_tombstone_row(t)
     return found
 

@@ -94,7 +94,7 @@ def _uid(value: uuid.UUID | None) -> str | None:
     return None if value is None else canonical_uuid(value)
 
 
-def message_row(m: ProjectedMessage) -> Row:
+def message_row(m: ProjectedMessage | SqlRow[Any]) -> Row:
     """A projected message in canonical bundle form (`source_revision` as `revision`)."""
     return {
         "id": canonical_uuid(m.id),
@@ -113,7 +113,7 @@ def message_row(m: ProjectedMessage) -> Row:
     }
 
 
-def receipt_row(r: ProjectedReceipt) -> Row:
+def receipt_row(r: ProjectedReceipt | SqlRow[Any]) -> Row:
     return {
         "message_id": canonical_uuid(r.message_id),
         "agent": r.agent,
