@@ -49,6 +49,7 @@ from typing import Any, TextIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import orjson
 from pydantic import BaseModel
 from sqlalchemy import text
 
@@ -373,7 +374,7 @@ def _catch_up(base: str) -> tuple[float, int]:
             while True:
                 status, body = await conn.request("GET", f"/messages/feed?after={after}&limit=5000")
                 assert status == 200, (status, body[:200])
-                page = json.loads(body)
+                page = orjson.loads(body)  # as hub-core's follower parses a page
                 got += len(page["changes"])
                 after = page["next_cursor"]
                 if not page["has_more"]:

@@ -1,15 +1,13 @@
-"""Cursor-page changes encoded as JSON by the database.
+"""Cursor-page changes as their JSON text.
 
-A page of 5000 changes built one Python dict per row (and per state) and then
-encoded was most of a feed page's cost. Here each change arrives from the
-database as its final JSON text (`json_object` on SQLite, `json_build_object`
-on PostgreSQL), in the shape and key order `rows` gives it, and a page is those
-texts joined.
-
-SQLite keeps ids and timestamps as text; the SQL reshapes the forms State Hub
-writes (32 hex digits; "YYYY-MM-DD HH:MM:SS.ffffff", naive UTC). Each row also
-says whether every such value is in those forms; a page holding one that is not
-(a database written by other tools) is shaped in Python instead, by `rows`.
+A page of 5000 changes is mostly the encoding of its rows. On PostgreSQL the
+database writes it: a whole page is one text value, every change spelled out by
+`concat` in the shape and key order `rows` gives it (`json_build_object` per
+row cost twice as much) and joined in contract order by `string_agg`, so a page
+is one row to fetch. On SQLite the rows are read as the driver's tuples, shaped
+by `rows` (which slices SQLite's stored text for ids and timestamps, and parses
+any other stored form) and encoded once by orjson: SQLite's `json_object` with
+the SQL to reshape ids and timestamps cost more than that.
 """
 
 from __future__ import annotations
@@ -20,21 +18,24 @@ from functools import cache
 from operator import itemgetter
 from typing import Any
 
+import orjson
 from sqlalchemy import (
+    BigInteger,
+    Integer,
     Select,
     String,
     Text,
     Uuid,
-    and_,
     bindparam,
     cast,
     func,
+    literal,
     literal_column,
-    or_,
+    null,
     select,
-    true,
-    type_coerce,
+    union_all,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from agenthub.sqltypes import UTCDateTime
@@ -95,74 +96,84 @@ SHAPES = (
 
 def _quoted(word: str) -> Any:
     """A constant of ours inlined as an SQL string literal (keys, entity, op)."""
-    return literal_column("'" + word.replace("'", "''") + "'")
+    return literal_column("'" + word.replace("'", "''") + "'", type_=Text)
 
 
-def _wire_value(column: Any, postgres: bool) -> tuple[Any, Any]:
-    """The column as contract text, and the condition under which that text is right."""
+def _pg_json(column: Any) -> Any:
+    """PostgreSQL: the column's value as JSON text (`null` for NULL)."""
+    quote = _quoted('"')
     if isinstance(column.type, Uuid):
-        if postgres:
-            return cast(column, String), true()
-        hexed = type_coerce(column, String)
-        text = (
-            func.substr(hexed, 1, 8) + "-" + func.substr(hexed, 9, 4) + "-"
-            + func.substr(hexed, 13, 4) + "-" + func.substr(hexed, 17, 4) + "-"
-            + func.substr(hexed, 21)
-        )  # fmt: skip
-        return text, or_(hexed.is_(None), func.length(hexed) == 32)
-    if isinstance(column.type, UTCDateTime):
-        if postgres:
-            return func.to_char(func.timezone("UTC", column), PG_ISO_FORMAT), true()
-        stored = type_coerce(column, String)
-        text = func.substr(stored, 1, 10) + "T" + func.substr(stored, 12) + "Z"
-        well_formed = and_(func.length(stored) == 26, func.substr(stored, 11, 1) == " ")
-        return text, or_(stored.is_(None), well_formed)
-    return column, true()
+        text = quote + cast(column, Text) + quote
+    elif isinstance(column.type, UTCDateTime):
+        text = quote + func.to_char(func.timezone("UTC", column), PG_ISO_FORMAT) + quote
+    elif isinstance(column.type, Integer | BigInteger):
+        text = cast(column, Text)
+    elif isinstance(column.type, String):  # Text is a String
+        text = cast(func.to_json(column), Text)
+    else:
+        raise TypeError(f"no JSON spelling for {column} ({column.type!r})")
+    return func.coalesce(text, "null") if column.nullable else text
+
+
+def _spelled(shape: ChangeShape) -> Any:
+    """PostgreSQL: one change of the shape as its JSON text, in `rows`' key order.
+    One `concat` of all the parts: each `||` would copy the text built so far."""
+
+    def name(word: str) -> str:
+        return orjson.dumps(word).decode()
+
+    keys = [shape.table[field] for field in shape.key]
+    if len(keys) == 1:
+        key = _pg_json(keys[0])
+    else:
+        joined = cast(keys[0], Text)
+        for column in keys[1:]:
+            joined = joined + _quoted(":") + cast(column, Text)
+        key = cast(func.to_json(joined), Text)
+    parts = [
+        _quoted('{"revision":'), cast(shape.table.revision, Text),
+        _quoted(f',"entity":{name(shape.entity)},"key":'), key,
+        _quoted(f',"op":{name(shape.op)},"state":{{'),
+    ]  # fmt: skip
+    for i, column in enumerate(shape.columns):
+        parts += [_quoted(("," if i else "") + name(column.name) + ":"), _pg_json(column)]
+    parts.append(_quoted("}}"))
+    return func.concat(*parts)
 
 
 @cache
-def change_statement(shape: ChangeShape, postgres: bool) -> Select[Any]:
-    """(revision, well-formed, change JSON) for the shape's rows in (:after, :cut],
-    in key order within a revision."""
-    build = func.json_build_object if postgres else func.json_object
-    values: dict[str, Any] = {}
-    checks: list[Any] = []
-    for column in shape.columns:
-        values[column.name], check = _wire_value(column, postgres)
-        checks.append(check)
-    state = build(*(arg for name, value in values.items() for arg in (_quoted(name), value)))
-    key = values[shape.key[0]]
-    for name in shape.key[1:]:
-        key = key + ":" + values[name]
-    change = build(
-        _quoted("revision"), shape.table.revision,
-        _quoted("entity"), _quoted(shape.entity),
-        _quoted("key"), key,
-        _quoted("op"), _quoted(shape.op),
-        _quoted("state"), state,
-    )  # fmt: skip
-    revision = shape.table.revision
-    return (
-        select(revision, and_(*checks) if not postgres else true(), cast(change, Text))
-        .where(revision > bindparam("after"), revision <= bindparam("cut"))
-        .order_by(revision, *shape.order)
-    )
+def page_statement() -> Select[int, str]:
+    """PostgreSQL: (how many changes, their JSON texts joined by ',') for
+    (:after, :cut], in contract order: by revision, then shape, then key."""
+    arms = []
+    for order, shape in enumerate(SHAPES):
+        keys = [shape.table[name] for name in shape.key]
+        second = cast(keys[1], Text) if len(keys) > 1 else cast(null(), Text)
+        arms.append(
+            select(
+                shape.table.revision.label("revision"),
+                literal(order).label("shape"),
+                keys[0].label("k1"),
+                second.label("k2"),
+                _spelled(shape).label("change"),
+            ).where(
+                shape.table.revision > bindparam("after"), shape.table.revision <= bindparam("cut")
+            )
+        )
+    changes = union_all(*arms).subquery("changes")
+    c = changes.c
+    ordered = aggregate_order_by(literal(","), c.revision, c.shape, c.k1, c.k2)
+    return select(func.count(), func.coalesce(func.string_agg(c.change, ordered), ""))
 
 
-def encoded_changes(session: Session, after: int, cut: int) -> list[bytes] | None:
-    """The changes in (after, cut] as JSON texts in contract order, or None when a
-    row holds a value the SQL does not reshape (the caller shapes it in Python)."""
-    postgres = session.get_bind().dialect.name == "postgresql"
-    rows: list[tuple[int, str]] = []
-    for shape in SHAPES:
-        result = session.execute(change_statement(shape, postgres), {"after": after, "cut": cut})
-        for row in result:
-            revision, well_formed, change = row[0], row[1], row[2]
-            if not well_formed:
-                return None
-            rows.append((int(revision), str(change)))
-    rows.sort(key=itemgetter(0))  # stable: keeps the shapes' order within a revision
-    return [change.encode() for _, change in rows]
+def encoded_changes(session: Session, after: int, cut: int) -> tuple[int, bytes]:
+    """(how many, the changes in (after, cut] as JSON texts joined by ','), in
+    contract order."""
+    if session.get_bind().dialect.name == "postgresql":
+        row = session.execute(page_statement(), {"after": after, "cut": cut}).one()
+        return int(row[0]), str(row[1]).encode()
+    changes = shaped_changes(session, after, cut)
+    return len(changes), orjson.dumps(changes)[1:-1]
 
 
 def shaped_changes(session: Session, after: int, cut: int) -> list[dict[str, Any]]:
@@ -174,16 +185,18 @@ def shaped_changes(session: Session, after: int, cut: int) -> list[dict[str, Any
             .where(shape.table.revision > after, shape.table.revision <= cut)
             .order_by(shape.table.revision, *shape.order)
         )
+        entity, op, state_of = shape.entity, shape.op, shape.state
+        key = itemgetter(*shape.key)
         for row in session.execute(stmt):
-            state = shape.state(row)
+            state = state_of(row)
             changes.append(
                 {
                     "revision": state["revision"],
-                    "entity": shape.entity,
-                    "key": ":".join(state[name] for name in shape.key),
-                    "op": shape.op,
+                    "entity": entity,
+                    "key": key(state) if len(shape.key) == 1 else ":".join(key(state)),
+                    "op": op,
                     "state": state,
                 }
             )
-    changes.sort(key=itemgetter("revision"))  # stable, as above
+    changes.sort(key=itemgetter("revision"))  # stable: keeps the shapes' order within a revision
     return changes

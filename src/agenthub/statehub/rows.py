@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, String, Uuid, cast, func, type_coerce
+from sqlalchemy import String, Uuid, cast, func, type_coerce
 from sqlalchemy.orm import Session
 
 from agenthub.contracts.inbox_feed import (
@@ -102,50 +102,57 @@ def uuid_text(value: uuid.UUID | str) -> str:
     return str(value)
 
 
-def message_state(row: Row[Any]) -> dict[str, Any]:
+# Each takes a row selected with its shape's columns (`wire_columns`), in field
+# order, and reads it by position: an SQLAlchemy `Row` or the driver's tuple.
+def message_state(row: Sequence[Any]) -> dict[str, Any]:
+    (id_, from_agent, to_agent, subject, body, thread_id, read_at, archived_at, kind,
+     expires_at, supersedes_id, created_at, revision) = row  # fmt: skip
     return {
-        "id": uuid_text(row.id),
-        "from_agent": row.from_agent,
-        "to_agent": row.to_agent,
-        "subject": row.subject,
-        "body": row.body,
-        "thread_id": _uuid(row.thread_id),
-        "read_at": iso(row.read_at),
-        "archived_at": iso(row.archived_at),
-        "kind": row.kind,
-        "expires_at": iso(row.expires_at),
-        "supersedes_id": _uuid(row.supersedes_id),
-        "created_at": iso(row.created_at),
-        "revision": row.revision,
+        "id": uuid_text(id_),
+        "from_agent": from_agent,
+        "to_agent": to_agent,
+        "subject": subject,
+        "body": body,
+        "thread_id": _uuid(thread_id),
+        "read_at": iso(read_at),
+        "archived_at": iso(archived_at),
+        "kind": kind,
+        "expires_at": iso(expires_at),
+        "supersedes_id": _uuid(supersedes_id),
+        "created_at": iso(created_at),
+        "revision": revision,
     }
 
 
-def receipt_state(row: Row[Any]) -> dict[str, Any]:
+def receipt_state(row: Sequence[Any]) -> dict[str, Any]:
+    message_id, agent, delivered_at, read_at, acknowledged_at, revision = row
     return {
-        "message_id": uuid_text(row.message_id),
-        "agent": row.agent,
-        "delivered_at": iso(row.delivered_at),
-        "read_at": iso(row.read_at),
-        "acknowledged_at": iso(row.acknowledged_at),
-        "revision": row.revision,
+        "message_id": uuid_text(message_id),
+        "agent": agent,
+        "delivered_at": iso(delivered_at),
+        "read_at": iso(read_at),
+        "acknowledged_at": iso(acknowledged_at),
+        "revision": revision,
     }
 
 
-def tombstone_state(row: Row[Any]) -> dict[str, Any]:
+def tombstone_state(row: Sequence[Any]) -> dict[str, Any]:
+    message_id, revision, deleted_at, reason = row
     return {
-        "message_id": uuid_text(row.message_id),
-        "revision": row.revision,
-        "deleted_at": iso(row.deleted_at),
-        "reason": row.reason,
+        "message_id": uuid_text(message_id),
+        "revision": revision,
+        "deleted_at": iso(deleted_at),
+        "reason": reason,
     }
 
 
-def receipt_tombstone_state(row: Row[Any]) -> dict[str, Any]:
+def receipt_tombstone_state(row: Sequence[Any]) -> dict[str, Any]:
+    message_id, agent, revision, deleted_at = row
     return {
-        "message_id": uuid_text(row.message_id),
-        "agent": row.agent,
-        "revision": row.revision,
-        "deleted_at": iso(row.deleted_at),
+        "message_id": uuid_text(message_id),
+        "agent": agent,
+        "revision": revision,
+        "deleted_at": iso(deleted_at),
     }
 
 
