@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy.orm import Session
 
 from agenthub.clock import Clock, SystemClock
-from agenthub.hubcore import bulkload, bundlefile
+from agenthub.hubcore import bundlefile
 from agenthub.hubcore import repository as repo
 from agenthub.hubcore.bundle_rules import (
     BUNDLE_PARTS,
@@ -40,7 +40,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.models import SourceCursor
-from agenthub.hubcore.staged_swap import indexes_built_after, stored_values
+from agenthub.hubcore.staged_swap import ProjectionLoader, indexes_built_after
 from agenthub.hubcore.store import Database
 
 READ_MODE = "snapshot-pilot"
@@ -201,7 +201,6 @@ def receiver_hashes(session: Session) -> dict[str, str]:
 
 # -- a v2 bundle, streamed ----------------------------------------------------------------
 
-LOAD_BATCH = 5_000
 DIFFERENCES_LISTED = 1_000
 # The rules needing every id, in the order the v1 rules apply them.
 CLOSURE_CHECKS: tuple[tuple[str, Callable[[Session], list[str]]], ...] = (
@@ -216,36 +215,6 @@ STORED: dict[str, Callable[[Session], Iterator[Row]]] = {
     "receipts": repo.stored_receipts,
     "tombstones": repo.stored_tombstones,
 }
-
-
-class _Loader:
-    """A part's canonical rows bulk-loaded into its projection table, batch by batch."""
-
-    def __init__(self, session: Session, progress: Callable[[int], None] | None) -> None:
-        self.session = session
-        self.progress = progress
-        self.dialect = session.get_bind().dialect.name
-        self.part: str | None = None
-        self.batch: list[tuple[Any, ...]] = []
-        self.table = ""
-        self.columns: tuple[str, ...] = ()
-        self.values: Callable[[Row], tuple[Any, ...]] = lambda row: ()
-
-    def add(self, part: str, row: Row) -> None:
-        if part != self.part:
-            self.flush()
-            self.part = part
-            self.table, self.columns, self.values = stored_values(self.dialect, part)
-        self.batch.append(self.values(row))
-        if len(self.batch) >= LOAD_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.batch:
-            bulkload.load(self.session, self.table, self.columns, self.batch)
-            if self.progress is not None:
-                self.progress(len(self.batch))
-            self.batch = []
 
 
 class _Comparer:
@@ -313,7 +282,9 @@ def _stream(
     """Check every row of a v2 bundle as it is read; into an empty receiver load it, over
     a filled one compare it. Raises `SnapshotRejected`; the caller rolls back."""
     rules = RowStream()
-    sink: _Loader | _Comparer = _Loader(session, progress) if empty else _Comparer(session)
+    sink: ProjectionLoader | _Comparer = (
+        ProjectionLoader(session, progress) if empty else _Comparer(session)
+    )
     with indexes_built_after(session) if empty else nullcontext():
         for part, raw in bundlefile.read_lines(path):
             if part == bundlefile.TRAILER:
@@ -324,9 +295,9 @@ def _stream(
             row = rules.add(part, raw)
             if row is not None:
                 sink.add(part, row)
-        if isinstance(sink, _Loader):
+        if isinstance(sink, ProjectionLoader):
             sink.flush()
-    if isinstance(sink, _Loader):
+    if isinstance(sink, ProjectionLoader):
         for code, check in CLOSURE_CHECKS:
             problems = check(session)
             if problems:

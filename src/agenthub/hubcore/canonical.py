@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from agenthub.contracts import inbox_feed
@@ -116,7 +117,16 @@ def _revision(row: Mapping[str, Any], field: str = "revision") -> int:
     return value
 
 
+@cache
+def _field_set(fields: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(fields)
+
+
 def _exact_fields(row: Any, fields: tuple[str, ...]) -> Mapping[str, Any]:
+    # A dict with exactly these keys is one set comparison: the checks below, run
+    # on every row, were a quarter of a snapshot follower's CPU.
+    if isinstance(row, dict) and row.keys() == _field_set(fields):
+        return row
     if not isinstance(row, Mapping):
         raise MalformedRow("row", f"expected an object, got {type(row).__name__}")
     missing = [f for f in fields if f not in row]

@@ -1,10 +1,17 @@
 """(Re-)snapshot from State Hub's paged feed snapshot, in bounded memory.
 
-Pages are staged in the hub-core database (`staged_snapshot_rows`) as they
-arrive, hashed on the way, and checked against the last page's `count` and
-`content_hash`. Then one transaction swaps the image in whole: the projection's
-rows and cursor are replaced by the staged ones, so a crash leaves either the
-old copy and cursor or the new ones.
+Pages are read in one worker thread (State Hub serves the next page while this
+one is checked), hashed on the way, and checked against the last page's `count`
+and `content_hash`. The image then goes in whole, in one transaction, so a crash
+leaves either the old copy and cursor or the new ones:
+
+- into an empty projection, or after a 410 (the image replaces the copy as it
+  is), the pages are bulk-loaded straight into the projection tables inside one
+  transaction opened before the first page and committed only after the count,
+  the hash and the closure check pass;
+- over a copy the image must be checked against, pages are staged in the
+  hub-core database (`staged_snapshot_rows`), then one transaction checks and
+  swaps them in.
 
 Inside the tombstone horizon (after a 409, a refused page, or a first import)
 the new image must account for every row we hold: a row absent from the
@@ -18,9 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import delete, func, select
@@ -63,7 +72,12 @@ from agenthub.hubcore.repository import (
     receipt_row,
 )
 from agenthub.hubcore.rules import decide, message_transition, receipt_transition
-from agenthub.hubcore.staged_swap import STAGED_COLUMNS, indexes_built_after, swap_in
+from agenthub.hubcore.staged_swap import (
+    STAGED_COLUMNS,
+    ProjectionLoader,
+    indexes_built_after,
+    swap_in,
+)
 from agenthub.hubcore.store import Database
 
 log = logging.getLogger(__name__)
@@ -72,6 +86,21 @@ PARTS = SNAPSHOT_PARTS
 STAGE_BATCH = 5000
 CHECK_CHUNK = 1000
 HINT = "State Hub's image does not account for rows hub-core holds; investigate before forcing"
+T = TypeVar("T")
+# A snapshot page by its token (None: the first), fetched on the event loop.
+PageFetch = Callable[[str | None], "Future[dict[str, Any]]"]
+# A page's rows taken: (part, key, canonical row, its canonical JSON when State
+# Hub sent it canonical, else None).
+Taken = tuple[str, str, Row, bytes | None]
+# What is done with a page's rows: (snapshot id, page, hasher) -> messages taken.
+Sink = Callable[[str, dict[str, Any], ContentHasher], int]
+PROJECTION_MODELS = (
+    ProjectedReceipt,
+    ProjectedMessage,
+    ProjectedTombstone,
+    ProjectedReceiptTombstone,
+    SourceCursor,
+)
 
 
 @dataclass(frozen=True)
@@ -110,9 +139,9 @@ def _malformed(message: str) -> FeedRefused:
 HEAD_FIELDS = ("contract", "source_instance", "source_epoch", "source_time", "cursor", "high_water")
 
 
-def _text(row: Row | bytes) -> str:
-    """The staged JSON of a canonical row (or of its canonical encoding)."""
-    return (row if isinstance(row, bytes) else orjson.dumps(row)).decode()
+def _text(row: Row, canonical: bytes | None) -> str:
+    """The staged JSON of a canonical row (its canonical encoding when known)."""
+    return (orjson.dumps(row) if canonical is None else canonical).decode()
 
 
 class SnapshotImporter:
@@ -135,20 +164,21 @@ class SnapshotImporter:
         with self.db.write() as session:
             session.execute(delete(StagedSnapshotRow))
 
-    def _stage(self, snapshot_id: str, rows: list[tuple[str, str, int, str]]) -> None:
+    def _stage(self, snapshot_id: str, rows: list[Taken]) -> None:
         with self.db.write() as session:
             bulkload.load(
                 session,
                 StagedSnapshotRow.__tablename__,
                 STAGED_COLUMNS,
-                ((snapshot_id, *row) for row in rows),
+                (
+                    (snapshot_id, part, key, row["revision"], _text(row, canonical))
+                    for part, key, row, canonical in rows
+                ),
             )
 
-    def _take(
-        self, page: dict[str, Any], hasher: ContentHasher
-    ) -> tuple[int, list[tuple[str, str, int, str]]]:
+    def _take(self, page: dict[str, Any], hasher: ContentHasher) -> tuple[int, list[Taken]]:
         """Check, normalize and hash one page's rows (in order); its messages and rows."""
-        staged: list[tuple[str, str, int, str]] = []
+        taken: list[Taken] = []
         messages = 0
         for position, item in enumerate(page.get("rows") or []):
             try:
@@ -161,24 +191,34 @@ class SnapshotImporter:
             # fifth of the follower's CPU.
             text = canonical_bytes(state)
             hasher.add_canonical(part, text)
-            staged.append((part, key, row["revision"], _text(text if row == state else row)))
+            taken.append((part, key, row, text if row == state else None))
             messages += part == "messages"
-        return messages, staged
+        return messages, taken
 
     def _take_and_stage(self, snapshot_id: str, page: dict[str, Any], hasher: ContentHasher) -> int:
-        messages, staged = self._take(page, hasher)
-        self._stage(snapshot_id, staged)
+        messages, taken = self._take(page, hasher)
+        self._stage(snapshot_id, taken)
         return messages
 
-    async def fetch(self, source: FeedSource) -> tuple[dict[str, Any], str]:
-        """Stage every page; return the head (envelope + cursor) and the snapshot id."""
-        await asyncio.to_thread(self._clear_staging)
+    def _take_and_load(
+        self, loader: ProjectionLoader, page: dict[str, Any], hasher: ContentHasher
+    ) -> int:
+        messages, taken = self._take(page, hasher)
+        for part, _key, row, _canonical in taken:
+            loader.add(part, row)
+        return messages
+
+    def _read(self, fetch: PageFetch, sink: Sink) -> tuple[dict[str, Any], str]:
+        """Every page through `sink`, checked to be one image; the head (envelope +
+        cursor) and the snapshot id. Runs in a worker thread."""
         hasher = ContentHasher()
         messages = 0
         head: dict[str, Any] | None = None
         snapshot_id = ""
-        page = await source.snapshot_page(page_size=self.page_size, token=None)
-        while True:
+        page: dict[str, Any] = {}
+        pending: Future[dict[str, Any]] | None = fetch(None)
+        while pending is not None:
+            page = pending.result()
             if page.get("contract") != CONTRACT:
                 raise _malformed(f"snapshot contract is {page.get('contract')!r:.40}")
             this_head = {k: page.get(k) for k in HEAD_FIELDS}
@@ -189,32 +229,49 @@ class SnapshotImporter:
             elif this_head != head or page.get("snapshot_id") != snapshot_id:
                 raise _malformed("snapshot pages disagree on their image (instance, cursor, id)")
             token = page.get("next_page")
-            # State Hub serves the next page while this one is checked and staged.
-            following = (
-                asyncio.ensure_future(source.snapshot_page(page_size=self.page_size, token=token))
-                if token is not None
-                else None
-            )
+            # State Hub serves the next page while this one is checked and taken.
+            pending = fetch(token) if token is not None else None
             try:
-                messages += await asyncio.to_thread(self._take_and_stage, snapshot_id, page, hasher)
+                messages += sink(snapshot_id, page, hasher)
             except BaseException:
-                if following is not None:
-                    following.cancel()
-                    await asyncio.gather(following, return_exceptions=True)
+                if pending is not None:
+                    pending.cancel()
                 raise
-            if following is None:
-                final = page
-                break
-            page = await following
+        assert head is not None
         digest = hasher.finish()
-        if final.get("count") != messages or final.get("content_hash") != digest:
+        if page.get("count") != messages or page.get("content_hash") != digest:
             raise FeedRefused(
                 "snapshot_mismatch",
                 f"snapshot pages hold {messages} messages hashing to {digest}, but State Hub "
-                f"declared {final.get('count')} / {final.get('content_hash')}",
+                f"declared {page.get('count')} / {page.get('content_hash')}",
                 hint="a page was lost or altered in transit; the follower retries",
             )
+        for field in ("cursor", "high_water"):
+            decode_cursor(head.get(field), field)
+        if not isinstance(head.get("source_instance"), str) or not head["source_instance"]:
+            raise _malformed("snapshot has no source_instance")
         return {**head, "content_hash": digest}, snapshot_id
+
+    async def _threaded(self, source: FeedSource, work: Callable[[PageFetch], T]) -> T:
+        """Run `work` in one worker thread, its pages fetched on this event loop. On
+        cancellation the work stops at its next page and is waited for, so a
+        transaction it holds is rolled back before this returns."""
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def fetch(token: str | None) -> Future[dict[str, Any]]:
+            if stop.is_set():
+                raise asyncio.CancelledError("the snapshot import was cancelled")
+            coroutine = source.snapshot_page(page_size=self.page_size, token=token)
+            return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+        task = asyncio.ensure_future(asyncio.to_thread(work, fetch))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            stop.set()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
 
     # -- the swap -------------------------------------------------------------------
 
@@ -306,52 +363,51 @@ class SnapshotImporter:
                 resnapshot=False,
             )
 
-    def _swap(self, head: dict[str, Any], snapshot_id: str, *, gone: bool) -> SnapshotResult:
+    def _swap(self, head: dict[str, Any], snapshot_id: str) -> SnapshotResult:
         counts = dict.fromkeys(PARTS, 0)
         with self.db.write() as session:
             repository.lock_projection(session)
-            held = session.scalar(select(func.count()).select_from(ProjectedMessage)) or 0
-            held += session.scalar(select(func.count()).select_from(ProjectedReceipt)) or 0
-            if held and not gone:
+            if self._held(session):
                 self._check_accounts_for(session, snapshot_id)
             with indexes_built_after(session):
-                for model in (
-                    ProjectedReceipt,
-                    ProjectedMessage,
-                    ProjectedTombstone,
-                    ProjectedReceiptTombstone,
-                    SourceCursor,
-                ):
+                for model in PROJECTION_MODELS:
                     session.execute(delete(model))
                 for part in PARTS:
                     counts[part] = swap_in(session, snapshot_id, part)
-            broken = feedrepo.closure_violations(session)
-            if broken:
-                raise FeedRefused(
-                    "closure_broken",
-                    "the snapshot names messages it does not hold",
-                    rows=broken,
-                    hint=HINT,
-                    resnapshot=False,
-                )
-            session.add(
-                SourceCursor(
-                    source_instance=head["source_instance"],
-                    cursor=head["cursor"],
-                    high_water=head["high_water"],
-                    last_source_time=parse_timestamp(
-                        canonical_timestamp(head["source_time"], "source_time")
-                    ),
-                    last_success_at=self.clock.now(),
-                    mode=LIVE,
-                    content_hash=head["content_hash"],
-                    source_epoch=head.get("source_epoch"),
-                )
-            )
             session.execute(delete(StagedSnapshotRow))
-            session.flush()
-            if self.before_swap_commit is not None:
-                self.before_swap_commit()
+            return self._finish(session, head, counts)
+
+    def _finish(
+        self, session: Session, head: dict[str, Any], counts: dict[str, int]
+    ) -> SnapshotResult:
+        """The image is in: check its closure, set the cursor, and hand the
+        transaction back to be committed."""
+        broken = feedrepo.closure_violations(session)
+        if broken:
+            raise FeedRefused(
+                "closure_broken",
+                "the snapshot names messages it does not hold",
+                rows=broken,
+                hint=HINT,
+                resnapshot=False,
+            )
+        session.add(
+            SourceCursor(
+                source_instance=head["source_instance"],
+                cursor=head["cursor"],
+                high_water=head["high_water"],
+                last_source_time=parse_timestamp(
+                    canonical_timestamp(head["source_time"], "source_time")
+                ),
+                last_success_at=self.clock.now(),
+                mode=LIVE,
+                content_hash=head["content_hash"],
+                source_epoch=head.get("source_epoch"),
+            )
+        )
+        session.flush()
+        if self.before_swap_commit is not None:
+            self.before_swap_commit()
         return SnapshotResult(
             source_instance=head["source_instance"],
             cursor=head["cursor"],
@@ -361,18 +417,45 @@ class SnapshotImporter:
             content_hash=head["content_hash"],
         )
 
+    def _direct(self, fetch: PageFetch, *, gone: bool) -> SnapshotResult | None:
+        """Into an empty projection (or after a 410): the pages loaded straight into
+        the projection in one transaction, held from before the first page until the
+        checks pass. None: the projection holds rows the image must be checked
+        against (the staged path). Runs in a worker thread."""
+        with self.db.write() as session:
+            repository.lock_projection(session)
+            if not gone and self._held(session):
+                return None
+            with indexes_built_after(session):
+                for model in PROJECTION_MODELS:
+                    session.execute(delete(model))
+                loader = ProjectionLoader(session)
+
+                def load(_snapshot_id: str, page: dict[str, Any], hasher: ContentHasher) -> int:
+                    return self._take_and_load(loader, page, hasher)
+
+                head, _ = self._read(fetch, load)
+                loader.flush()
+            return self._finish(session, head, loader.loaded)
+
+    @staticmethod
+    def _held(session: Session) -> int:
+        held = session.scalar(select(func.count()).select_from(ProjectedMessage)) or 0
+        return held + (session.scalar(select(func.count()).select_from(ProjectedReceipt)) or 0)
+
     async def run(self, source: FeedSource, *, gone: bool = False) -> SnapshotResult:
-        """Fetch, stage, verify and swap in one new image. Raises `FeedRefused`."""
-        head, snapshot_id = await self.fetch(source)
-        for field in ("cursor", "high_water"):
-            decode_cursor(head.get(field), field)
-        if not isinstance(head.get("source_instance"), str) or not head["source_instance"]:
-            raise _malformed("snapshot has no source_instance")
-        try:
-            result = await asyncio.to_thread(self._swap, head, snapshot_id, gone=gone)
-        except BaseException:
+        """Fetch, verify and put in one new image. Raises `FeedRefused`."""
+        result = await self._threaded(source, lambda fetch: self._direct(fetch, gone=gone))
+        if result is None:
             await asyncio.to_thread(self._clear_staging)
-            raise
+            try:
+                head, snapshot_id = await self._threaded(
+                    source, lambda fetch: self._read(fetch, self._take_and_stage)
+                )
+                result = await asyncio.to_thread(self._swap, head, snapshot_id)
+            except BaseException:
+                await asyncio.to_thread(self._clear_staging)
+                raise
         log.info(
             "snapshot %s from %s at %s: %d messages, %d receipts, %d tombstones",
             "replaced the copy" if gone else "applied",

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from agenthub.hubcore import bulkload
 from agenthub.hubcore.canonical import Row
 from agenthub.hubcore.models import (
     ProjectedMessage,
@@ -22,6 +24,7 @@ from agenthub.hubcore.models import (
     ProjectedTombstone,
 )
 
+LOAD_BATCH = 5_000
 STAGED_COLUMNS = ("snapshot_id", "part", "key", "revision", "state")
 UUID, TIME, TEXT, INT = "uuid", "timestamptz", "text", "bigint"
 # part -> (target table, [(target column, field of the canonical row, kind)])
@@ -161,6 +164,40 @@ def stored_values(
     names = tuple(column for column, _, _ in columns)
     fields = tuple(field for _, field, _ in columns)
     if dialect == "postgresql":
-        return table, names, lambda row: tuple(row[f] for f in fields)
+        pick = itemgetter(*fields)
+        return table, names, pick  # C-level: a row to its tuple (parts have 3+ fields)
     converters = tuple((field, _sqlite_stored(kind)) for _, field, kind in columns)
     return table, names, lambda row: tuple(convert(row[f]) for f, convert in converters)
+
+
+class ProjectionLoader:
+    """Canonical rows bulk-loaded into their projection tables, batch by batch, inside
+    the session's transaction; rows of one part arrive together."""
+
+    def __init__(self, session: Session, progress: Callable[[int], None] | None = None) -> None:
+        self.session = session
+        self.progress = progress
+        self.dialect = session.get_bind().dialect.name
+        self.part: str | None = None
+        self.batch: list[tuple[Any, ...]] = []
+        self.table = ""
+        self.columns: tuple[str, ...] = ()
+        self.values: Callable[[Row], tuple[Any, ...]] = lambda row: ()
+        self.loaded = dict.fromkeys(SWAP_TARGETS, 0)
+
+    def add(self, part: str, row: Row) -> None:
+        if part != self.part:
+            self.flush()
+            self.part = part
+            self.table, self.columns, self.values = stored_values(self.dialect, part)
+        self.batch.append(self.values(row))
+        self.loaded[part] += 1
+        if len(self.batch) >= LOAD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            bulkload.load(self.session, self.table, self.columns, self.batch)
+            if self.progress is not None:
+                self.progress(len(self.batch))
+            self.batch = []
