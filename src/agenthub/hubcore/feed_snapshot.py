@@ -176,8 +176,11 @@ class SnapshotImporter:
                 ),
             )
 
-    def _take(self, page: dict[str, Any], hasher: ContentHasher) -> tuple[int, list[Taken]]:
-        """Check, normalize and hash one page's rows (in order); its messages and rows."""
+    def _take(
+        self, page: dict[str, Any], hasher: ContentHasher, *, staging: bool = False
+    ) -> tuple[int, list[Taken]]:
+        """Check, normalize and hash one page's rows (in order); its messages and rows
+        (with their canonical text when `staging` them)."""
         taken: list[Taken] = []
         messages = 0
         for position, item in enumerate(page.get("rows") or []):
@@ -191,12 +194,12 @@ class SnapshotImporter:
             # fifth of the follower's CPU.
             text = canonical_bytes(state)
             hasher.add_canonical(part, text)
-            taken.append((part, key, row, text if row == state else None))
+            taken.append((part, key, row, text if staging and row == state else None))
             messages += part == "messages"
         return messages, taken
 
     def _take_and_stage(self, snapshot_id: str, page: dict[str, Any], hasher: ContentHasher) -> int:
-        messages, taken = self._take(page, hasher)
+        messages, taken = self._take(page, hasher, staging=True)
         self._stage(snapshot_id, taken)
         return messages
 
@@ -254,22 +257,32 @@ class SnapshotImporter:
 
     async def _threaded(self, source: FeedSource, work: Callable[[PageFetch], T]) -> T:
         """Run `work` in one worker thread, its pages fetched on this event loop. On
-        cancellation the work stops at its next page and is waited for, so a
-        transaction it holds is rolled back before this returns."""
+        cancellation the pages in flight are cancelled (the work fails at its wait
+        for one, or at its next request) and the work is waited for, so a transaction
+        it holds is rolled back before this returns."""
         loop = asyncio.get_running_loop()
         stop = threading.Event()
+        in_flight: set[Future[dict[str, Any]]] = set()
+        lock = threading.Lock()
 
         def fetch(token: str | None) -> Future[dict[str, Any]]:
-            if stop.is_set():
-                raise asyncio.CancelledError("the snapshot import was cancelled")
-            coroutine = source.snapshot_page(page_size=self.page_size, token=token)
-            return asyncio.run_coroutine_threadsafe(coroutine, loop)
+            with lock:
+                if stop.is_set():
+                    raise asyncio.CancelledError("the snapshot import was cancelled")
+                coroutine = source.snapshot_page(page_size=self.page_size, token=token)
+                future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+                in_flight.add(future)
+            future.add_done_callback(in_flight.discard)
+            return future
 
         task = asyncio.ensure_future(asyncio.to_thread(work, fetch))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            stop.set()
+            with lock:
+                stop.set()
+                for future in list(in_flight):
+                    future.cancel()
             await asyncio.gather(task, return_exceptions=True)
             raise
 

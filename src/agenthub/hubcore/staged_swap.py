@@ -7,7 +7,7 @@ one INSERT … SELECT per part, inside the importer's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any
@@ -145,29 +145,42 @@ def swap_in(session: Session, snapshot_id: str, part: str) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _sqlite_stored(kind: str) -> Callable[[Any], Any]:
-    """`_sqlite_value`'s conversion in Python, for rows loaded without staging."""
+def _sqlite_stored(kind: str) -> Callable[[str], str] | None:
+    """`_sqlite_value`'s conversion in Python (of a value that is not None), for rows
+    loaded without staging; None: stored as it is."""
     if kind == UUID:
-        return lambda v: None if v is None else v.replace("-", "")
+        return lambda v: v.replace("-", "")
     if kind == TIME:
-        return lambda v: None if v is None else f"{v[:10]} {v[11:26]}"
-    return lambda v: v
+        return lambda v: f"{v[:10]} {v[11:26]}"
+    return None
 
 
 def stored_values(
     dialect: str, part: str
-) -> tuple[str, tuple[str, ...], Callable[[Row], tuple[Any, ...]]]:
+) -> tuple[str, tuple[str, ...], Callable[[Row], Sequence[Any]]]:
     """(table, columns, row -> the values the driver stores) for one part's canonical
     rows: what `swap_sql` extracts from a staged row, for a bulk load straight into the
     projection (`COPY` parses canonical text itself; SQLite gets SQLAlchemy's forms)."""
     table, columns = SWAP_TARGETS[part]
     names = tuple(column for column, _, _ in columns)
-    fields = tuple(field for _, field, _ in columns)
+    # C-level: a row to its tuple of fields (every part has three or more).
+    pick = itemgetter(*(field for _, field, _ in columns))
     if dialect == "postgresql":
-        pick = itemgetter(*fields)
-        return table, names, pick  # C-level: a row to its tuple (parts have 3+ fields)
-    converters = tuple((field, _sqlite_stored(kind)) for _, field, kind in columns)
-    return table, names, lambda row: tuple(convert(row[f]) for f, convert in converters)
+        return table, names, pick
+    converted = [
+        (i, convert)
+        for i, (_, _, kind) in enumerate(columns)
+        if (convert := _sqlite_stored(kind)) is not None
+    ]
+
+    def values(row: Row) -> list[Any]:
+        stored = list(pick(row))
+        for i, convert in converted:
+            if stored[i] is not None:
+                stored[i] = convert(stored[i])
+        return stored
+
+    return table, names, values
 
 
 class ProjectionLoader:
@@ -179,10 +192,10 @@ class ProjectionLoader:
         self.progress = progress
         self.dialect = session.get_bind().dialect.name
         self.part: str | None = None
-        self.batch: list[tuple[Any, ...]] = []
+        self.batch: list[Sequence[Any]] = []
         self.table = ""
         self.columns: tuple[str, ...] = ()
-        self.values: Callable[[Row], tuple[Any, ...]] = lambda row: ()
+        self.values: Callable[[Row], Sequence[Any]] = lambda row: ()
         self.loaded = dict.fromkeys(SWAP_TARGETS, 0)
 
     def add(self, part: str, row: Row) -> None:
