@@ -203,14 +203,6 @@ class SnapshotImporter:
         self._stage(snapshot_id, taken)
         return messages
 
-    def _take_and_load(
-        self, loader: ProjectionLoader, page: dict[str, Any], hasher: ContentHasher
-    ) -> int:
-        messages, taken = self._take(page, hasher)
-        for part, _key, row, _canonical in taken:
-            loader.add(part, row)
-        return messages
-
     def _read(self, fetch: PageFetch, sink: Sink) -> tuple[dict[str, Any], str]:
         """Every page through `sink`, checked to be one image; the head (envelope +
         cursor) and the snapshot id. Runs in a worker thread."""
@@ -445,7 +437,10 @@ class SnapshotImporter:
                 loader = ProjectionLoader(session)
 
                 def load(_snapshot_id: str, page: dict[str, Any], hasher: ContentHasher) -> int:
-                    return self._take_and_load(loader, page, hasher)
+                    messages, taken = self._take(page, hasher)
+                    for part, _key, row, _canonical in taken:
+                        loader.add(part, row)
+                    return messages
 
                 head, _ = self._read(fetch, load)
                 loader.flush()
