@@ -85,7 +85,9 @@ def canonical_timestamp(value: Any, field: str) -> str:
         raise MalformedRow(field, f"expected an ISO-8601 timestamp, got {value!r:.60}")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: the same text at a third of the cost (a capture formats
+    # every timestamp it reads), and four year digits even before the year 1000.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_timestamp(value: str) -> datetime:

@@ -84,14 +84,15 @@ def _rows(
     conn: Connection, sql: str, normalize: Callable[[Any], Row], progress: Progress | None
 ) -> Iterator[Row]:
     result = conn.execution_options(yield_per=FETCH_BATCH).execute(text(sql))
-    for partition in result.mappings().partitions(FETCH_BATCH):
-        for raw in partition:
+    names = tuple(result.keys())
+    for partition in result.partitions(FETCH_BATCH):
+        for values in partition:
+            raw = dict(zip(names, values, strict=True))  # plain tuples: no RowMapping per row
             try:
-                yield normalize(dict(raw))
+                yield normalize(raw)
             except MalformedRow as exc:
                 raise CaptureFailed(
-                    f"source row {dict(raw).get('id') or dict(raw).get('message_id')} "
-                    f"is unreadable ({exc})",
+                    f"source row {raw.get('id') or raw.get('message_id')} is unreadable ({exc})",
                     hint="the source database holds a value State Hub would never write; "
                     "fix it at the source before capturing",
                 ) from None
