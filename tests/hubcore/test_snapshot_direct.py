@@ -84,6 +84,18 @@ def _run(importer: SnapshotImporter, source: FeedSource, *, gone: bool = False) 
     return asyncio.run(run())
 
 
+def _die_before_commit(db: Database, base: str, *, gone: bool = False) -> None:
+    """An import killed after its checks passed, just before its commit."""
+
+    def crash() -> None:
+        raise KeyboardInterrupt("killed before the load committed")
+
+    dying = follower(db, base)
+    dying.importer.before_swap_commit = crash
+    with pytest.raises(KeyboardInterrupt):
+        _run(dying.importer, dying.source, gone=gone)
+
+
 def test_a_first_import_loads_the_image_without_staging_it(
     hubcore_db: Database, statehub: tuple[str, httpx.Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,14 +115,7 @@ def test_a_crash_before_the_first_import_commits_leaves_the_projection_empty(
     base, client = statehub
     _fill(client)
     before = indexes(hubcore_db)
-
-    def crash() -> None:
-        raise KeyboardInterrupt("killed before the load committed")
-
-    dying = follower(hubcore_db, base)
-    dying.importer.before_swap_commit = crash
-    with pytest.raises(KeyboardInterrupt):
-        _run(dying.importer, dying.source)
+    _die_before_commit(hubcore_db, base)
     assert hubcore_image(hubcore_db) == EMPTY
     assert _cursor(hubcore_db) is None
     assert indexes(hubcore_db) == before
@@ -183,14 +188,7 @@ def test_a_410_replaces_the_copy_directly_and_a_crash_keeps_the_old_one(
     old = hubcore_image(hubcore_db)
     send(client, subject="arrives with the new image")
     _never_staged(monkeypatch)
-
-    def crash() -> None:
-        raise KeyboardInterrupt("killed before the load committed")
-
-    dying = follower(hubcore_db, base)
-    dying.importer.before_swap_commit = crash
-    with pytest.raises(KeyboardInterrupt):
-        _run(dying.importer, dying.source, gone=True)
+    _die_before_commit(hubcore_db, base, gone=True)
     assert hubcore_image(hubcore_db) == old
     survivor = follower(hubcore_db, base)
     _run(survivor.importer, survivor.source, gone=True)
