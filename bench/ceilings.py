@@ -23,7 +23,7 @@ Every HTTP request goes through the lean client in `bench/_lean.py`. The hub-cor
 rows come from `bench/ceilings_hubcore.py` (`rows(args)`) when that file exists.
 
     PYTHONPATH=src python3 bench/ceilings.py [--rounds 3] [--seconds 3] [--changes 200000]
-        [--waiters 256] [--only send,unread,feed,writes,wake] [--databases sqlite,postgresql]
+        [--waiters 256] [--only send,feed,writes,wake,hubcore]   (send includes the unread read) [--databases sqlite,postgresql]
         [--no-access-log]   (uvicorn's access log is a deployment setting: measure both)
 """
 
@@ -637,8 +637,12 @@ def main() -> None:
         return
     args.databases = [d for d in args.databases.split(",") if d]
     sections = {**SECTIONS, "hubcore": hubcore_rows}
+    names = [name for name in args.only.split(",") if name]
+    unknown = [name for name in names if name not in sections]
+    if unknown:
+        parser.error(f"--only: no section {unknown[0]!r}; choose from {', '.join(sections)}")
     rows: list[Row] = []
-    for name in args.only.split(","):
+    for name in names:
         started = time.perf_counter()
         section = sections[name](args)
         rows.extend(section)
