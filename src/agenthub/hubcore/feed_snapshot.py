@@ -253,13 +253,13 @@ class SnapshotImporter:
         for one, or at its next request) and the work is waited for, so a transaction
         it holds is rolled back before this returns."""
         loop = asyncio.get_running_loop()
-        stop = threading.Event()
         in_flight: set[Future[dict[str, Any]]] = set()
-        lock = threading.Lock()
+        lock = threading.Lock()  # guards `cancelled` and `in_flight` together
+        cancelled = False
 
         def fetch(token: str | None) -> Future[dict[str, Any]]:
             with lock:
-                if stop.is_set():
+                if cancelled:
                     raise asyncio.CancelledError("the snapshot import was cancelled")
                 coroutine = source.snapshot_page(page_size=self.page_size, token=token)
                 future = asyncio.run_coroutine_threadsafe(coroutine, loop)
@@ -272,7 +272,7 @@ class SnapshotImporter:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             with lock:
-                stop.set()
+                cancelled = True
                 for future in list(in_flight):
                     future.cancel()
             await asyncio.gather(task, return_exceptions=True)
