@@ -50,6 +50,16 @@ def db(engine: Engine) -> Database:
 
 
 @pytest.fixture
+def pg_db(pg_server_url: str) -> Iterator[Database]:
+    """A PostgreSQL database of its own, for a test that switches the revision mode."""
+    with temporary_pg_database(pg_server_url, prefix="agenthub_mode") as url:
+        engine = make_engine(url)
+        migrate.upgrade(engine)
+        yield Database(engine)
+        engine.dispose()
+
+
+@pytest.fixture
 def clock() -> FrozenClock:
     return FrozenClock()
 

@@ -131,15 +131,6 @@ def test_sqlite_writes_from_outside_state_hub_get_fresh_ordered_revisions(tmp_pa
 # -- revision modes (PostgreSQL) -------------------------------------------------------
 
 
-@pytest.fixture
-def pg_db(pg_server_url: str) -> Iterator[Database]:
-    with temporary_pg_database(pg_server_url, prefix="agenthub_mode") as url:
-        engine = make_engine(url)
-        migrate.upgrade(engine)
-        yield Database(engine)
-        engine.dispose()
-
-
 def test_xid_mode_serves_the_same_contract(pg_db: Database) -> None:
     source.prepare(pg_db, "xid")
     feed = FeedService(pg_db, FrozenClock(), "x")

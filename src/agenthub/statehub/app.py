@@ -19,6 +19,7 @@ from agenthub.statehub.api.idempotency import IdempotencyKeys
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.instance import instance_label_in_force
+from agenthub.statehub.readahead import ReadAhead
 from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
@@ -74,7 +75,8 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.db = db
             app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)
-            app.state.feed = FeedService(db, clock, app.state.instance_label)
+            read_ahead = ReadAhead() if settings.feed_read_ahead else None
+            app.state.feed = FeedService(db, clock, app.state.instance_label, read_ahead=read_ahead)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
             app.state.feed.check_restore()
             app.state.paged_snapshots = PagedSnapshots(app.state.feed)
@@ -94,6 +96,8 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
                     await task
             if hasattr(app.state, "paged_snapshots"):
                 app.state.paged_snapshots.close_all()
+            if hasattr(app.state, "feed") and app.state.feed.read_ahead is not None:
+                app.state.feed.read_ahead.close()
             engine.dispose()
 
     app = FastAPI(

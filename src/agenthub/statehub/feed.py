@@ -8,7 +8,7 @@ the watermark of the revision mode: the highest visible revision under `lock`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +24,7 @@ from agenthub.clock import Clock
 from agenthub.statehub import cursor, source
 from agenthub.statehub.change_json import encoded_changes, shaped_changes
 from agenthub.statehub.errors import FeedError, ResnapshotConflict, ResnapshotGone
+from agenthub.statehub.readahead import AheadPage, ReadAhead
 from agenthub.statehub.rows import RECEIPT_TOMBSTONES, REVISION_TABLES, TOMBSTONES, iso
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake
@@ -45,6 +46,9 @@ class Position:
     # Every revision at or below it is final and may be served.
     high_water: int
     compacted_before: int
+    # What a page read ahead must have been read from to be served here (`readahead`);
+    # None under `xid`, where equal highest revisions do not mean nothing committed.
+    fingerprint: Hashable | None = None
 
     def envelope(self) -> dict[str, Any]:
         return {
@@ -161,10 +165,18 @@ def _highest(maxima: Iterable[Any]) -> int:
 
 
 class FeedService:
-    def __init__(self, db: Database, clock: Clock, instance_label: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        instance_label: str,
+        *,
+        read_ahead: ReadAhead | None = None,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.instance_label = instance_label
+        self.read_ahead = read_ahead
         database = db.engine.url.database
         self.served: source.ServedHighWater | None = None
         if db.sqlite and database and database != ":memory:":
@@ -216,12 +228,15 @@ class FeedService:
         # highest revision visible below the bound can fall when such a row is
         # updated by a transaction not yet final; the bound never falls.
         high_water = _highest(maxima) if bound is None else bound
+        epoch = source.epoch(session, state)
+        compacted_before = max(int(compacted[0]), int(compacted[1]))
         return Position(
             instance=self.instance_label,
-            epoch=source.epoch(session, state),
+            epoch=epoch,
             source_time=source_time,
             high_water=high_water,
-            compacted_before=max(int(compacted[0]), int(compacted[1])),
+            compacted_before=compacted_before,
+            fingerprint=(epoch, tuple(maxima), compacted_before) if bound is None else None,
         )
 
     @staticmethod
@@ -262,14 +277,39 @@ class FeedService:
         source_instance: str | None = None,
         source_epoch: str | None = None,
     ) -> EncodedPage:
-        """The same page as its JSON body (`change_json`)."""
-        with self._window(after, limit, source_instance, source_epoch) as (session, window):
-            count, changes = (
-                encoded_changes(session, window.after, window.cut) if window.any else (0, b"")
-            )
+        """The same page as its JSON body (`change_json`). With read-ahead, a page
+        that has more starts building the next one for the reader's next request."""
+        ahead = self.read_ahead.take((after, limit)) if self.read_ahead is not None else None
+        with self._checked(after, source_instance, source_epoch) as (session, pos, after_revision):
+            fingerprint = pos.fingerprint
+            if ahead is not None and fingerprint is not None and ahead.fingerprint == fingerprint:
+                window = Window(pos, after_revision, ahead.cut, True, ahead.has_more)
+                count, changes = ahead.count, ahead.changes
+            else:
+                window = self._window_at(session, pos, after_revision, limit)
+                count, changes = (
+                    encoded_changes(session, window.after, window.cut) if window.any else (0, b"")
+                )
             head = orjson.dumps(window.head(after, count > 0))
-            body = b"".join((head[:-1], b',"changes":[', changes, b"]}"))
-            return EncodedPage(changes=count, body=body)
+        if window.has_more and self.read_ahead is not None and pos.fingerprint is not None:
+            cut = window.cut
+            self.read_ahead.schedule(
+                (cursor.encode(cut), limit), lambda: self._build_ahead(cut, limit)
+            )
+        body = b"".join((head[:-1], b',"changes":[', changes, b"]}"))
+        return EncodedPage(changes=count, body=body)
+
+    def _build_ahead(self, after: int, limit: int) -> AheadPage | None:
+        """The changes of the page after `after`, in a read of their own (`readahead`)."""
+        with self.db.snapshot() as session:
+            pos = self.read_position(session)
+            if pos.fingerprint is None or not pos.compacted_before <= after <= pos.high_water:
+                return None
+            window = self._window_at(session, pos, after, limit)
+            if not window.any:
+                return None
+            count, changes = encoded_changes(session, after, window.cut)
+            return AheadPage(pos.fingerprint, window.cut, window.has_more, count, changes)
 
     @contextmanager
     def _window(
@@ -277,6 +317,14 @@ class FeedService:
     ) -> Iterator[tuple[Session, Window]]:
         """One consistent read: the position, the cursor checked against it, and the
         revision a page of `limit` changes after the cursor ends on."""
+        with self._checked(after, source_instance, source_epoch) as (session, pos, after_revision):
+            yield session, self._window_at(session, pos, after_revision, limit)
+
+    @contextmanager
+    def _checked(
+        self, after: str, source_instance: str | None, source_epoch: str | None
+    ) -> Iterator[tuple[Session, Position, int]]:
+        """One consistent read: the position, and the cursor's revision checked against it."""
         self.check_restore()
         with self.db.snapshot() as session:
             pos = self.read_position(session)
@@ -287,9 +335,13 @@ class FeedService:
             except FeedError as exc:
                 exc.position = pos.envelope()
                 raise
-            cut, has_more = self._cut(session, after_revision, pos.high_water, limit)
-            last = after_revision if cut is None else cut
-            yield session, Window(pos, after_revision, last, cut is not None, has_more)
+            yield session, pos, after_revision
+
+    def _window_at(self, session: Session, pos: Position, after: int, limit: int) -> Window:
+        """The page of `limit` changes after `after` that `pos` allows."""
+        cut, has_more = self._cut(session, after, pos.high_water, limit)
+        last = after if cut is None else cut
+        return Window(pos, after, last, cut is not None, has_more)
 
     def _check(
         self,

@@ -22,6 +22,8 @@ class StateHubSettings(BaseSettings):
     revision_mode: Literal["lock", "xid"] = "lock"
     # Long-poll wake by watermark poll (SQLite, PostgreSQL xid mode): seconds between probes.
     wake_poll_interval_s: float = 0.025
+    # Build the next feed page while a catching-up reader takes this one (`readahead`).
+    feed_read_ahead: bool = True
     # Migrate an empty or older database to head when the server starts.
     auto_migrate: bool = True
 
