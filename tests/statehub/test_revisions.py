@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, insert, inspect, text
 
 from agenthub.clock import FrozenClock
 from agenthub.db import make_engine
@@ -106,6 +107,54 @@ def test_feed_migration_backfills_one_revision_and_downgrades_cleanly(empty_url:
     migrate.upgrade(engine)
     assert migrate.current_revision(engine) == migrate.head_revision()
     engine.dispose()
+
+
+def _sqlite_db(tmp_path: Path) -> Database:
+    engine = make_engine(f"sqlite:///{tmp_path / 'statehub.db'}")
+    migrate.upgrade(engine)
+    return Database(engine)
+
+
+def _two_rows(db: Database, unit: str) -> set[int]:
+    """Two messages inserted by one statement in `db.<unit>()`: their revisions."""
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    ids = [uuid.uuid4(), uuid.uuid4()]
+    rows = [
+        {"id": i, "from_agent": "a", "to_agent": "b", "subject": "s", "body": "b",
+         "kind": "message", "created_at": now}
+        for i in ids
+    ]  # fmt: skip
+    with getattr(db, unit)() as session:
+        session.execute(insert(AgentMessage), rows)
+    return {_revision(db.engine, i) for i in ids}
+
+
+def test_sqlite_lone_sends_draw_one_revision_each_with_the_row_left_closed(
+    tmp_path: Path,
+) -> None:
+    db = _sqlite_db(tmp_path)
+    sent = [_send(db) for _ in range(3)]  # `statement()`: no open/close around the INSERT
+    reply = _send(db, thread_id=str(sent[0].id))  # `write()`: the row opened and closed
+
+    revisions = [_revision(db.engine, m.id) for m in (*sent, reply)]
+    with db.engine.connect() as conn:
+        last, state_open = conn.execute(text("SELECT last, open FROM inbox_revision_state")).one()
+
+    assert revisions == [2, 3, 4, 5]  # after the backfill's 1: one revision per send
+    assert (last, state_open) == (5, 0)
+    db.engine.dispose()
+
+
+def test_sqlite_statement_is_for_one_row_a_second_row_would_draw_a_second_revision(
+    tmp_path: Path,
+) -> None:
+    """Why `statement()` writes one row: the closed revision row draws per row, so two
+    rows in it would be two revisions for one transaction, where `write()` gives one."""
+    db = _sqlite_db(tmp_path)
+
+    assert len(_two_rows(db, "statement")) == 2
+    assert len(_two_rows(db, "write")) == 1
+    db.engine.dispose()
 
 
 def test_sqlite_writes_from_outside_state_hub_get_fresh_ordered_revisions(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, text
@@ -39,30 +39,26 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        with self.engine.connect() as conn:
-            if self.sqlite:
-                conn.execution_options(sqlite_begin="IMMEDIATE")
-            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
-                for hook in self.before_write:
-                    hook(session)
-                yield session
-                session.flush()
-                for hook in self.before_commit:
-                    hook(session)
-        for callback in self.after_commit:
-            callback()
+        with self._transaction(self.before_write, self.before_commit) as session:
+            yield session
 
     @contextmanager
     def statement(self) -> Iterator[Session]:
-        """A write that is one INSERT/UPDATE (the caller issues exactly one).
+        """A write of one row (the caller issues exactly one INSERT or UPDATE of one row).
 
         On PostgreSQL it runs in autocommit, so the statement is its own
         transaction, triggers and advisory lock included: one round trip instead
-        of BEGIN, statement, COMMIT. On SQLite it is `write()` (no round trips to
-        save, and the revision row must be opened and closed around it).
+        of BEGIN, statement, COMMIT. On SQLite it is a transaction without the
+        revision row opened and closed around it: a closed row draws a revision
+        per row written, so one row still gets its transaction's one revision, and
+        the two UPDATEs of the row were half of a send's statements.
         """
-        if self.sqlite or any(required() for required in self.transaction_required):
+        if any(required() for required in self.transaction_required):
             with self.write() as session:
+                yield session
+            return
+        if self.sqlite:
+            with self._transaction((), ()) as session:
                 yield session
             return
         with (
@@ -72,6 +68,23 @@ class Database:
             yield session
             session.flush()
             session.commit()
+        for callback in self.after_commit:
+            callback()
+
+    @contextmanager
+    def _transaction(
+        self, before_write: Sequence[SessionHook], before_commit: Sequence[SessionHook]
+    ) -> Iterator[Session]:
+        with self.engine.connect() as conn:
+            if self.sqlite:
+                conn.execution_options(sqlite_begin="IMMEDIATE")
+            with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+                for hook in before_write:
+                    hook(session)
+                yield session
+                session.flush()
+                for hook in before_commit:
+                    hook(session)
         for callback in self.after_commit:
             callback()
 
