@@ -378,8 +378,9 @@ def apply_page(
     """
     page = parse_page(raw)
     # Two followers of one database (several server workers) take turns; the
-    # second then finds its page already applied, a replay.
-    repository.lock_projection(session)
+    # second then finds its page already applied, a replay. A page lost with an
+    # unflushed commit is asked for again, so the commit need not wait for the flush.
+    repository.lock_projection(session, wait_for_flush=False)
     stored = feedrepo.the_cursor(session)
     if stored is None:
         raise FeedRefused(
@@ -394,6 +395,10 @@ def apply_page(
             f"page was asked for after {after} but the projection stands at {stored.cursor}: "
             "applying it would skip the changes in between",
             hint="apply pages in the order they were asked for; the follower re-asks",
+            # The rows and cursor stored agree (a commit lost before its flush, or a
+            # restored database, leaves both as they were): asking again from the
+            # stored cursor is enough, a re-snapshot would refetch everything.
+            resnapshot=False,
         )
     # Every change at or below the cursor: only an exact replay (no-ops, stale) passes,
     # and it tells nothing new about the source, so the envelope is not taken.

@@ -53,15 +53,24 @@ PROJECTION_TABLES = (
 )
 
 
-def lock_projection(session: Session) -> None:
+def lock_projection(session: Session, *, wait_for_flush: bool = True) -> None:
     """Serialize importers on PostgreSQL before anything is inspected.
 
     EXCLUSIVE mode still lets readers in (they take ACCESS SHARE) but makes a
     second importer wait until this transaction ends, so two imports can never
     both see an empty receiver. SQLite gets the same effect from BEGIN IMMEDIATE.
+
+    `wait_for_flush=False` (a live feed page): the commit returns before its WAL
+    is flushed. The copy is derived and a page's rows commit with the cursor that
+    names them, so a crash that loses the commit leaves the old rows and the old
+    cursor, and the follower asks for the page again; the flush was most of a live
+    page's commit. Set in the lock's own round trip.
     """
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"LOCK TABLE {', '.join(PROJECTION_TABLES)} IN EXCLUSIVE MODE"))
+        lock = f"LOCK TABLE {', '.join(PROJECTION_TABLES)} IN EXCLUSIVE MODE"
+        if not wait_for_flush:
+            lock = "SET LOCAL synchronous_commit = off; " + lock
+        session.execute(text(lock))
 
 
 def refresh_statistics(session: Session) -> None:
