@@ -15,6 +15,7 @@ from agenthub.bucketsync.cli import app as bucketsync_app
 from agenthub.bucketsync.dashboard.cli import app as dashboard_app
 from agenthub.challenge.cli import app as challenge_app
 from agenthub.clierrors import DEBUG_KEY, CliError, Commands
+from agenthub.heap import freeze_startup_objects
 from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.ports import BUCKETSYNC_PORT, HUBCORE_PORT, STATEHUB_PORT, require_free
 from agenthub.statehub.cli import app as statehub_app
@@ -99,6 +100,7 @@ def up(
         lines.append("Ctrl-C stops them all.")
         typer.echo("\n".join(lines))
 
+    freeze_startup_objects()
     try:
         asyncio.run(
             serve_stack(

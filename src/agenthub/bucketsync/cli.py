@@ -11,6 +11,7 @@ import typer
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
+from agenthub.heap import freeze_startup_objects
 from agenthub.ports import BUCKETSYNC_PORT, require_free
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ def serve(
         err=True,
     )
     if workers == 1:
+        freeze_startup_objects()
         uvicorn.run(
             application,
             host=host,

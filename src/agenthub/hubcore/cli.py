@@ -17,6 +17,7 @@ from rich.table import Table
 from agenthub.clierrors import CliError, Commands
 from agenthub.clock import SystemClock
 from agenthub.db import check_reachable, make_engine
+from agenthub.heap import freeze_startup_objects
 from agenthub.hubcore import migrate as migrations
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.ports import HUBCORE_PORT, require_free
@@ -240,6 +241,7 @@ def serve(
         f"hub-core on http://{host}:{port} (database {settings.database_url}, reads {reads}"
         f"{following})"
     )
+    freeze_startup_objects()
     uvicorn.run(application, host=host, port=port, log_level="info")
 
 

@@ -6,6 +6,7 @@ import typer
 
 from agenthub.clierrors import Commands
 from agenthub.db import check_reachable, make_engine
+from agenthub.heap import freeze_startup_objects
 from agenthub.ports import STATEHUB_PORT, require_free
 from agenthub.statehub import migrate as migrations
 from agenthub.statehub.settings import StateHubSettings
@@ -32,7 +33,9 @@ def serve(
     check_reachable(settings.database_url)
     require_free(host, port)
     typer.echo(f"State Hub on http://{host}:{port} (database {settings.database_url})")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
+    application = create_app(settings)
+    freeze_startup_objects()
+    uvicorn.run(application, host=host, port=port, log_level="info", access_log=access_log)
 
 
 @app.command()

@@ -6,6 +6,7 @@ import typer
 
 from agenthub.bucketsync.settings import SettingsError
 from agenthub.clierrors import CliError, Commands
+from agenthub.heap import freeze_startup_objects
 from agenthub.ports import BUCKETSYNC_PORT, DASHBOARD_PORT, require_free
 
 app = typer.Typer(
@@ -33,4 +34,5 @@ def serve(
         raise CliError(str(exc), hint="give the URL bucket-sync serves on") from exc
     require_free(host, port)
     typer.echo(f"dashboard for {upstream} at http://{host}:{port}/dashboard")
+    freeze_startup_objects()
     uvicorn.run(dashboard, host=host, port=port, log_level="info")
