@@ -7,11 +7,15 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
+    String,
     Table,
+    bindparam,
     exists,
     func,
     insert,
@@ -36,6 +40,7 @@ from agenthub.hubcore.models import (
     SourceCursor,
 )
 from agenthub.hubcore.schemas import MessageRead
+from agenthub.sqltypes import UTCDateTime
 
 BROADCAST = "*"
 # The columns an inbox read answers with: `MessageRead`'s fields, in its order.
@@ -309,9 +314,12 @@ def insert_cursor(session: Session, cursor: SourceCursor) -> None:
 
 
 def latest_cursor(session: Session) -> SourceCursor | None:
-    return session.scalars(
-        select(SourceCursor).order_by(SourceCursor.last_success_at.desc()).limit(1)
-    ).first()
+    return session.scalars(_latest_cursor_statement()).first()
+
+
+@cache
+def _latest_cursor_statement() -> Select[SourceCursor]:
+    return select(SourceCursor).order_by(SourceCursor.last_success_at.desc()).limit(1)
 
 
 def inbox_page(
@@ -331,12 +339,26 @@ def inbox_page(
     query with `to_agent IN (…)` makes the planner sort the whole inbox instead.
     The caller's transaction must be one snapshot (see `Database.read_only`).
     """
+    params = {"reader": reader, "from_agent": from_agent, "now": now, "limit": limit}
+    scans = [
+        session.execute(scan, params) for scan in _inbox_scans(from_agent is not None, unread_only)
+    ]
+    merged = heapq.merge(*scans, key=lambda m: (m.created_at, m.id), reverse=True)
+    return list(itertools.islice(merged, limit))
+
+
+@cache
+def _inbox_scans(by_sender: bool, unread_only: bool) -> tuple[Select[Any], Select[Any]]:
+    """`inbox_page`'s direct and broadcast scans, built once per shape of query (building
+    them per read was a fifth of the read)."""
+    reader = bindparam("reader", type_=String)
+    now = bindparam("now", type_=UTCDateTime)
     conditions: list[ColumnElement[bool]] = [
         ProjectedMessage.archived_at.is_(None),
         or_(ProjectedMessage.expires_at.is_(None), ProjectedMessage.expires_at > now),
     ]
-    if from_agent is not None:
-        conditions.append(ProjectedMessage.from_agent == from_agent)
+    if by_sender:
+        conditions.append(ProjectedMessage.from_agent == bindparam("from_agent", type_=String))
     direct = [ProjectedMessage.to_agent == reader, *conditions]
     broadcast = [ProjectedMessage.to_agent == BROADCAST, *conditions]
     if unread_only:
@@ -352,9 +374,8 @@ def inbox_page(
             )
         )
     newest_first = (ProjectedMessage.created_at.desc(), ProjectedMessage.id.desc())
-    scans = [
-        session.execute(select(*INBOX_COLUMNS).where(*where).order_by(*newest_first).limit(limit))
+    direct_scan, broadcast_scan = (
+        select(*INBOX_COLUMNS).where(*where).order_by(*newest_first).limit(bindparam("limit"))
         for where in (direct, broadcast)
-    ]
-    merged = heapq.merge(*scans, key=lambda m: (m.created_at, m.id), reverse=True)
-    return list(itertools.islice(merged, limit))
+    )
+    return direct_scan, broadcast_scan
