@@ -39,13 +39,13 @@ def serve(
     """Run the bucket-sync HTTP API."""
     import uvicorn
 
-    from agenthub.bucketsync.app import create_app
+    from agenthub.bucketsync.app import create_app, for_serving
 
     settings = load_settings()
     check_workers(settings, workers)
     check_bus(settings)
     require_free(host, port)
-    application = create_app(settings)
+    application = for_serving(create_app(settings))
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
     typer.echo(
         f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
