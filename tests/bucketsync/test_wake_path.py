@@ -14,12 +14,18 @@ from typing import Any
 
 import pytest
 
+from agenthub.bucketsync.api import live as live_routes
+from agenthub.bucketsync.api.answers import json_answer
 from agenthub.bucketsync.api.live import cached_or_threaded
+from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.core.longpoll import LongPoll, ManualTimer, WaiterRegistry
 from agenthub.bucketsync.core.readmodel import NotCached, ReadModel, cached_only
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
+from tests.bucketsync.live_support import LiveWorld, live
+
+__all__ = ["live"]
 
 BUCKET = "acme/central"
 BOARD = "message_board/"
@@ -169,3 +175,52 @@ def test_a_waiter_whose_budget_ends_before_the_doorbell_still_answers_woken() ->
         return str(page["watch"]["status"])
 
     assert asyncio.run(scenario()) == "delivered"
+
+
+# -- one step per woken waiter -----------------------------------------------------------
+@pytest.mark.parametrize("own_task", [False, True])
+def test_each_woken_waiter_re_reads_and_answers_in_one_step(
+    live: LiveWorld, monkeypatch: pytest.MonkeyPatch, own_task: bool
+) -> None:
+    """A broadcast wakes three parked inbox reads. The watch runs in the request's own
+    task, so each waiter's re-read is followed at once by its answer: the first page goes
+    out before the other waiters are read. The broken variant (the watch in a task of its
+    own, awaited from the request's, as before) reads all three before it answers any."""
+    handles = [live.agent(f"agent-{i}") for i in range(3)]
+    organizer = live.organizer()
+    events: list[tuple[str, int]] = []
+    inbox = board.inbox
+
+    def recorded_inbox(hub: Any, handle: str, params: dict[str, str]) -> dict[str, Any]:
+        page = inbox(hub, handle, params)
+        if page["items"]:
+            events.append(("read", threading.get_ident()))
+        return page
+
+    def recorded_answer(payload: dict[str, Any], status_code: int = 200) -> Any:
+        if payload["items"]:
+            events.append(("answer", threading.get_ident()))
+        return json_answer(payload, status_code)
+
+    monkeypatch.setattr(board, "inbox", recorded_inbox)
+    monkeypatch.setattr(live_routes, "json_answer", recorded_answer)
+    if own_task:
+        watch = LongPoll.read
+
+        async def in_its_own_task(self: LongPoll, **kwargs: Any) -> dict[str, Any]:
+            return await asyncio.create_task(watch(self, **kwargs))
+
+        monkeypatch.setattr(LongPoll, "read", in_its_own_task)
+    parked = [live.park(f"/v1/inbox/{handle}?wait=30") for handle in handles]
+    sent = live.client.post(
+        "/v1/messages",
+        json={"agent_id": organizer, "body": "all hands", "broadcast": True},
+        headers=live.auth("boss"),
+    )
+    assert sent.status_code == 201, sent.text
+    pages = [future.result(timeout=5).json() for future in parked]
+    assert [page["watch"]["status"] for page in pages] == ["delivered"] * 3
+    assert len({thread for _step, thread in events}) == 1  # all on the loop: warm reads
+    steps = [step for step, _thread in events]
+    one_step = ["read", "answer"] * 3
+    assert steps == (["read"] * 3 + ["answer"] * 3 if own_task else one_step)

@@ -44,6 +44,7 @@ from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load
 from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
+from agenthub.heap import freeze_startup_objects
 
 if TYPE_CHECKING:
     from agenthub.bucketsync.scaleout.bus import RedisBus
@@ -323,8 +324,11 @@ def create_app(
 
 
 def app_from_environment() -> FastAPI:
-    """The uvicorn factory for `serve --workers N` (each worker reads the environment)."""
-    return create_app(load_settings())
+    """The uvicorn factory for `serve --workers N` (each worker reads the environment,
+    and freezes what it built before serving, as `serve` does for one worker)."""
+    app = create_app(load_settings())
+    freeze_startup_objects()
+    return app
 
 
 def sweep_store(store: BucketStore) -> None:

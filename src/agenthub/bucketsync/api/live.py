@@ -90,22 +90,25 @@ async def watched(
     work = longpoll.read(owner=owner, mode=mode, wait_s=wait, prepare=keys, check=check)
     if wait <= 0:
         return json_answer(await work)
-    watch = asyncio.create_task(work)
-    gone = asyncio.create_task(_disconnected(request))
+    # The watch runs in this request's own task, so a woken waiter re-reads and sends its
+    # page in one step: a broadcast's answers go out one by one as each is read, not all
+    # after all the reads (as when the watch was a task of its own, a hop away from here).
+    task = asyncio.current_task()
+    assert task is not None
+    gone = asyncio.create_task(_hang_up(request, task))
     try:
-        await asyncio.wait({watch, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-        if not watch.done():
-            # The client left: free its slot now rather than at the end of its budget, and
-            # let the cancellation land before looking at the task (`cancel()` only asks).
-            watch.cancel()
-            await asyncio.wait({watch})
-    if watch.cancelled():
+        page = await work
+    except asyncio.CancelledError:
+        if not gone.done() or gone.cancelled():
+            raise  # not the hang-up's cancellation: let it run its course
+        # The client left: the watch's `finally` freed its slot on the way out.
+        task.uncancel()
         # Hanging up on a long-poll is what clients do; nobody reads this answer.
         logger.debug("%s long-poll for %s: the client hung up", mode, owner)
         return json_answer({"count": 0, "matched": 0, "items": [], "next": None, "cursor": None})
-    return json_answer(watch.result())
+    finally:
+        gone.cancel()
+    return json_answer(page)
 
 
 async def cached_or_threaded(read: Callable[[], T]) -> T:
@@ -118,10 +121,13 @@ async def cached_or_threaded(read: Callable[[], T]) -> T:
         return await run_in_threadpool(read)
 
 
-async def _disconnected(request: Request) -> None:
+async def _hang_up(request: Request, task: asyncio.Task[Any]) -> None:
+    """Cancel `task` (a watched read's request) when its client disconnects: that frees
+    its slot now rather than at the end of its budget."""
     while True:
         message = await request.receive()
         if message["type"] == "http.disconnect":
+            task.cancel()
             return
 
 
