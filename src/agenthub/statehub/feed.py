@@ -49,6 +49,8 @@ class Position:
     # What a page read ahead must have been read from to be served here (`readahead`);
     # None under `xid`, where equal highest revisions do not mean nothing committed.
     fingerprint: Hashable | None = None
+    # SQLite's epoch token, for the restore detector (`source.ServedHighWater`).
+    sqlite_token: str | None = None
 
     def envelope(self) -> dict[str, Any]:
         return {
@@ -108,16 +110,22 @@ def _maxima_statement(bounded: bool) -> Select[Any]:
 @cache
 def _position_statement(postgres: bool) -> Select[Any]:
     """`read_position`'s one statement: the maxima, the highest revision of each
-    tombstone table deleted before `:cutoff` (compacted away), then `now()` on
-    PostgreSQL."""
+    tombstone table deleted before `:cutoff` (compacted away), the source's
+    identity (`source.identity_columns`), then on PostgreSQL `now()` and the
+    snapshot's xmin (the `xid` bound)."""
     compacted = [
         select(
             func.coalesce(func.max(t.revision).filter(t.deleted_at < bindparam("cutoff")), 0)
         ).scalar_subquery()
         for t in (TOMBSTONES, RECEIPT_TOMBSTONES)
     ]
-    clock = [func.now()] if postgres else []
-    return select(*_maxima(False), *compacted, *clock)
+    clock = [func.now(), text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")]
+    return select(
+        *_maxima(False),
+        *compacted,
+        *source.identity_columns(postgres),
+        *(clock if postgres else []),
+    )
 
 
 @cache
@@ -192,9 +200,16 @@ class FeedService:
         if self.served.restored(token, high_water):
             source.rotate_sqlite_token(self.db)
 
-    def record_served(self, session: Session, pos: Position) -> None:
-        if self.served is not None:
-            self.served.record(source.sqlite_token(session), pos.high_water)
+    def record_served(self, pos: Position) -> bool:
+        """Record `pos` as served (SQLite's restore detector); False, recording nothing,
+        when the file was restored below what was served under the same token (the
+        caller then rotates the token and reads again)."""
+        if self.served is None or pos.sqlite_token is None:
+            return True
+        if self.served.restored(pos.sqlite_token, pos.high_water):
+            return False
+        self.served.record(pos.sqlite_token, pos.high_water)
+        return True
 
     # -- position ---------------------------------------------------------------
 
@@ -214,29 +229,30 @@ class FeedService:
             return self._max_revision(session, self._bound(session, source.read_state(session)))
 
     def read_position(self, session: Session) -> Position:
-        state = source.read_state(session)
-        bound = self._bound(session, state)
         postgres = not self.db.sqlite
-        # One statement: each table's highest revision, the compaction horizon, and
-        # (PostgreSQL) the source's clock. A small live page spent most of its time
-        # on the round trips of asking for each in turn.
+        # One statement: each table's highest revision, the compaction horizon, the
+        # source's mode and epoch and (PostgreSQL) its clock and xmin. A small live
+        # page spent most of its time on the round trips of asking for each in turn.
         cutoff = self.clock.now() - TOMBSTONE_HORIZON
         row = session.execute(_position_statement(postgres), {"cutoff": cutoff}).one()
-        maxima, compacted = row[: len(REVISION_TABLES)], row[len(REVISION_TABLES) :][:2]
-        source_time = row[-1] if postgres else self.clock.now()
+        tables = len(REVISION_TABLES)
+        maxima, compacted = row[:tables], row[tables : tables + 2]
+        who = source.identity(row[tables + 2 :], postgres)
+        source_time = row[-2] if postgres else self.clock.now()
         # `xid`: the bound itself. Rows keep only their latest revision, so the
         # highest revision visible below the bound can fall when such a row is
         # updated by a transaction not yet final; the bound never falls.
-        high_water = _highest(maxima) if bound is None else bound
-        epoch = source.epoch(session, state)
+        xid = postgres and who.state.mode == "xid"
+        high_water = int(row[-1]) + who.state.xid_offset - 1 if xid else _highest(maxima)
         compacted_before = max(int(compacted[0]), int(compacted[1]))
         return Position(
             instance=self.instance_label,
-            epoch=epoch,
+            epoch=who.epoch,
             source_time=source_time,
             high_water=high_water,
             compacted_before=compacted_before,
-            fingerprint=(epoch, tuple(maxima), compacted_before) if bound is None else None,
+            fingerprint=None if xid else (who.epoch, tuple(maxima), compacted_before),
+            sqlite_token=who.sqlite_token,
         )
 
     @staticmethod
@@ -325,17 +341,21 @@ class FeedService:
         self, after: str, source_instance: str | None, source_epoch: str | None
     ) -> Iterator[tuple[Session, Position, int]]:
         """One consistent read: the position, and the cursor's revision checked against it."""
-        self.check_restore()
-        with self.db.snapshot() as session:
-            pos = self.read_position(session)
-            self.record_served(session, pos)
-            try:
-                after_revision = cursor.decode(after)
-                self._check(pos, after, after_revision, source_instance, source_epoch)
-            except FeedError as exc:
-                exc.position = pos.envelope()
-                raise
-            yield session, pos, after_revision
+        for _attempt in range(2):
+            with self.db.snapshot() as session:
+                pos = self.read_position(session)
+                if self.record_served(pos):
+                    try:
+                        after_revision = cursor.decode(after)
+                        self._check(pos, after, after_revision, source_instance, source_epoch)
+                    except FeedError as exc:
+                        exc.position = pos.envelope()
+                        raise
+                    yield session, pos, after_revision
+                    return
+            # Restored below what was served: a new token, so a new epoch, and read again.
+            source.rotate_sqlite_token(self.db)
+        raise RuntimeError("the restore detector refused a freshly rotated token")
 
     def _window_at(self, session: Session, pos: Position, after: int, limit: int) -> Window:
         """The page of `limit` changes after `after` that `pos` allows."""

@@ -111,7 +111,7 @@ def stream(feed: FeedService) -> Iterator[bytes]:
     feed.check_restore()
     with feed.db.snapshot() as session:
         pos = feed.read_position(session)
-        feed.record_served(session, pos)
+        feed.record_served(pos)
         head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
         yield _dumps(head)[:-1].encode()
         hasher = ContentHasher()
@@ -269,7 +269,7 @@ class PagedSnapshots:
             if not feed.db.sqlite:
                 export_id = str(session.execute(text("SELECT pg_export_snapshot()")).scalar_one())
             pos = feed.read_position(session)
-            feed.record_served(session, pos)
+            feed.record_served(pos)
             head = {**pos.envelope(), "cursor": cursor.encode(pos.high_water)}
         except BaseException:
             session.close()

@@ -15,10 +15,12 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import literal_column, select, text
 from sqlalchemy.orm import Session
 
 from agenthub.statehub import revisions
@@ -45,25 +47,66 @@ def read_state(session: Session) -> SourceState:
         {"m": MODE_KEY, "o": OFFSET_KEY, "g": GENERATION_KEY},
     )
     rows: dict[str, str] = {str(key): str(value) for key, value in result}
-    mode = rows.get(MODE_KEY, "lock")
+    return _state(rows.get(MODE_KEY), rows.get(OFFSET_KEY), rows.get(GENERATION_KEY))
+
+
+def _state(mode: str | None, offset: str | None, generation: str | None) -> SourceState:
     return SourceState(
         mode="xid" if mode == "xid" else "lock",
-        xid_offset=int(rows.get(OFFSET_KEY, "0")),
-        generation=int(rows.get(GENERATION_KEY, "0")),
+        xid_offset=int(offset or "0"),
+        generation=int(generation or "0"),
     )
+
+
+# PostgreSQL's parts of the epoch: cluster, timeline, database.
+_PG_IDS = (
+    "(SELECT system_identifier FROM pg_control_system())",
+    "(SELECT timeline_id FROM pg_control_checkpoint())",
+    "(SELECT oid FROM pg_database WHERE datname = current_database())",
+)
 
 
 def epoch(session: Session, state: SourceState) -> str:
     if session.get_bind().dialect.name == "postgresql":
-        row = session.execute(
-            text(
-                "SELECT (SELECT system_identifier FROM pg_control_system()),"
-                " (SELECT timeline_id FROM pg_control_checkpoint()),"
-                " (SELECT oid FROM pg_database WHERE datname = current_database())"
-            )
-        ).one()
-        return f"pg-{row[0]}-{row[1]}-{row[2]}-{state.mode}{state.generation}"
-    return f"sqlite-{sqlite_token(session)}-{state.mode}{state.generation}"
+        ids = session.execute(text(f"SELECT {', '.join(_PG_IDS)}")).one()
+        return _pg_epoch(ids, state)
+    return _sqlite_epoch(sqlite_token(session), state)
+
+
+def _pg_epoch(ids: Sequence[Any], state: SourceState) -> str:
+    return f"pg-{ids[0]}-{ids[1]}-{ids[2]}-{state.mode}{state.generation}"
+
+
+def _sqlite_epoch(token: str, state: SourceState) -> str:
+    return f"sqlite-{token}-{state.mode}{state.generation}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """`read_state` and `epoch` as read by `identity_columns` in another statement."""
+
+    state: SourceState
+    epoch: str
+    sqlite_token: str | None  # the restore detector's token (SQLite)
+
+
+def identity_columns(postgres: bool) -> list[Any]:
+    """What `read_state` and `epoch` read, as columns to add to a statement of the
+    caller's (a feed page reads them with its position: round trips were most of a
+    small page). `identity` makes them an `Identity`."""
+    keys = (MODE_KEY, OFFSET_KEY, GENERATION_KEY) + (() if postgres else (SQLITE_TOKEN_KEY,))
+    meta = [
+        select(StateHubMeta.value).where(StateHubMeta.key == key).scalar_subquery() for key in keys
+    ]
+    return meta + [literal_column(part) for part in _PG_IDS] if postgres else meta
+
+
+def identity(values: Sequence[Any], postgres: bool) -> Identity:
+    state = _state(values[0], values[1], values[2])
+    if postgres:
+        return Identity(state, _pg_epoch(values[3:6], state), None)
+    token = values[3] or "unset"
+    return Identity(state, _sqlite_epoch(token, state), token)
 
 
 def _set(session: Session, key: str, value: str) -> None:
