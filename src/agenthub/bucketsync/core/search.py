@@ -5,10 +5,12 @@ word characters in the lowered query lies inside one word of every text containi
 two neighbouring runs lie at the end of one word and the start of the next. So the
 documents holding a word containing the run (a one-run query), or for every pair of
 neighbouring runs a pair of neighbouring words ending and starting with them, are a
-superset of the matches: the listing loads and checks only those, not every record. The index is
-keyed by content hash (documents are content-addressed) and follows the content cache:
-a document is indexed when it is parsed and dropped when it is evicted; a document that
-is not indexed is always a candidate, so the index never hides a match.
+superset of the matches; the index keeps each document's text (the cached document's own
+string), so it checks those candidates itself and answers with the exact matches: a new
+query costs its candidates, not the board. The index is keyed by content hash (documents
+are content-addressed) and follows the content cache: a document is indexed when it is
+parsed and dropped when it is evicted; a document that is not indexed is always a
+candidate, so the index never hides a match.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import bisect
 import itertools
 import re
 import threading
+from collections.abc import Container, Iterable
 
 WORD = re.compile(r"\w+")
 
@@ -30,7 +33,8 @@ def terms(text: str) -> frozenset[str]:
 
 class SearchIndex:
     def __init__(self) -> None:
-        self._words_of: dict[str, frozenset[str]] = {}
+        # Each indexed document's text (to check candidates) and terms (to drop it again).
+        self._indexed: dict[str, tuple[str, frozenset[str]]] = {}
         self._postings: dict[str, set[str]] = {}
         self._lock = threading.Lock()
         # Every term, newline-joined, so a substring lookup is one C-level scan.
@@ -41,19 +45,19 @@ class SearchIndex:
         self.removals = 0  # bumped when a document leaves: callers' "all indexed" goes stale
 
     def __contains__(self, content_hash: object) -> bool:
-        return content_hash in self._words_of
+        return content_hash in self._indexed
 
     def __len__(self) -> int:
-        return len(self._words_of)
+        return len(self._indexed)
 
     def add(self, content_hash: str, text: str) -> None:
-        if content_hash in self._words_of:
+        if content_hash in self._indexed:
             return
         found = terms(text)
         with self._lock:
-            if content_hash in self._words_of:
+            if content_hash in self._indexed:
                 return
-            self._words_of[content_hash] = found
+            self._indexed[content_hash] = (text, found)
             for word in found:
                 holders = self._postings.get(word)
                 if holders is None:
@@ -65,7 +69,8 @@ class SearchIndex:
     def remove(self, content_hash: str) -> None:
         with self._lock:
             self.removals += 1
-            for word in self._words_of.pop(content_hash, ()):
+            _text, found = self._indexed.pop(content_hash, ("", frozenset()))
+            for word in found:
                 holders = self._postings[word]
                 holders.discard(content_hash)
                 if not holders:
@@ -76,21 +81,38 @@ class SearchIndex:
         """Content hashes of indexed documents that may contain the lowered `query`
         (each of its runs of word characters inside some word of theirs); None when the
         query has no word characters to narrow by."""
+        with self._lock:
+            return self._candidates(query)
+
+    def search(
+        self, query: str, among: Container[str], hashes: Iterable[str]
+    ) -> tuple[set[str], list[str]] | None:
+        """The content hashes in `among` of indexed documents whose text contains the
+        lowered `query`, and those of `hashes` that are not indexed (the caller loads and
+        checks them); None when the query has no word characters to narrow by. One look
+        under the lock, so a document indexed or evicted meanwhile lands on one side or the
+        other, never neither."""
+        with self._lock:
+            indexed = self._indexed
+            unindexed = [h for h in hashes if h not in indexed]
+            found = self._candidates(query)
+            if found is None:
+                return None
+            # `among` first: the index also holds other folders' documents.
+            return {h for h in found if h in among and query in indexed[h][0]}, unindexed
+
+    def _candidates(self, query: str) -> set[str] | None:
         runs = WORD.findall(query)
         if not runs:
             return None
         # Neighbouring runs of the query are neighbouring words of a match, the first
         # ending with the one and the next starting with the other: "x\ty" holds "a\tb".
         needles = [f"{a}\t{b}" for a, b in itertools.pairwise(runs)] or runs
-        with self._lock:
-            if self._stale:
-                self._rebuild()
-            found = self._holding(needles[0])
-            for needle in needles[1:]:
-                if not found:
-                    break
-                found &= self._holding(needle)
-            return found
+        if self._stale:
+            self._rebuild()
+        holding = sorted((self._holding(needle) for needle in needles), key=len)
+        # Smallest first, and a fresh set: the postings themselves are never handed out.
+        return holding[0].intersection(*holding[1:])
 
     def _rebuild(self) -> None:
         self._vocabulary = list(self._postings)
@@ -103,13 +125,17 @@ class SearchIndex:
         self._stale = False
 
     def _holding(self, run: str) -> set[str]:
-        """Documents with a term containing `run` (one C-level scan of the vocabulary)."""
+        """Documents with a term containing `run` (one C-level scan of the vocabulary): the
+        term's own postings when one term holds it (most do), so treat the result as
+        read-only."""
         joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
-        found: set[str] = set()
+        holders: list[set[str]] = []
         at = joined.find(run)
         while at >= 0:
             index = bisect.bisect_right(starts, at) - 1
-            found.update(self._postings[vocabulary[index]])
+            holders.append(self._postings[vocabulary[index]])
             # Continue after this word: one hit per word is enough.
             at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
-        return found
+        if len(holders) == 1:
+            return holders[0]
+        return set().union(*holders)
