@@ -33,8 +33,10 @@ def terms(text: str) -> frozenset[str]:
 
 class SearchIndex:
     def __init__(self) -> None:
-        # Each indexed document's text (to check candidates) and terms (to drop it again).
-        self._indexed: dict[str, tuple[str, frozenset[str]]] = {}
+        # Each indexed document's terms (to drop it again) and text (to check candidates:
+        # a map of its own, one lookup per candidate, the hot loop of a search).
+        self._terms_of: dict[str, frozenset[str]] = {}
+        self._text_of: dict[str, str] = {}
         self._postings: dict[str, set[str]] = {}
         self._lock = threading.Lock()
         # Every term, newline-joined, so a substring lookup is one C-level scan.
@@ -45,19 +47,20 @@ class SearchIndex:
         self.removals = 0  # bumped when a document leaves: callers' "all indexed" goes stale
 
     def __contains__(self, content_hash: object) -> bool:
-        return content_hash in self._indexed
+        return content_hash in self._terms_of
 
     def __len__(self) -> int:
-        return len(self._indexed)
+        return len(self._terms_of)
 
     def add(self, content_hash: str, text: str) -> None:
-        if content_hash in self._indexed:
+        if content_hash in self._terms_of:
             return
         found = terms(text)
         with self._lock:
-            if content_hash in self._indexed:
+            if content_hash in self._terms_of:
                 return
-            self._indexed[content_hash] = (text, found)
+            self._terms_of[content_hash] = found
+            self._text_of[content_hash] = text
             for word in found:
                 holders = self._postings.get(word)
                 if holders is None:
@@ -69,8 +72,8 @@ class SearchIndex:
     def remove(self, content_hash: str) -> None:
         with self._lock:
             self.removals += 1
-            _text, found = self._indexed.pop(content_hash, ("", frozenset()))
-            for word in found:
+            self._text_of.pop(content_hash, None)
+            for word in self._terms_of.pop(content_hash, ()):
                 holders = self._postings[word]
                 holders.discard(content_hash)
                 if not holders:
@@ -93,13 +96,14 @@ class SearchIndex:
         under the lock, so a document indexed or evicted meanwhile lands on one side or the
         other, never neither."""
         with self._lock:
-            indexed = self._indexed
-            unindexed = [h for h in hashes if h not in indexed]
+            terms_of = self._terms_of
+            unindexed = [h for h in hashes if h not in terms_of]
             found = self._candidates(query)
             if found is None:
                 return None
             # `among` first: the index also holds other folders' documents.
-            return {h for h in found if h in among and query in indexed[h][0]}, unindexed
+            text_of = self._text_of
+            return {h for h in found if h in among and query in text_of[h]}, unindexed
 
     def _candidates(self, query: str) -> set[str] | None:
         runs = WORD.findall(query)
