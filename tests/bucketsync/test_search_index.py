@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agenthub.bucketsync.core import listing
 from agenthub.bucketsync.core.readmodel import ReadModel, Record
 from agenthub.bucketsync.core.search import SearchIndex
+from agenthub.bucketsync.core.vocabulary import Vocabulary
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
@@ -173,3 +174,16 @@ def test_q_over_http_sees_a_message_written_after_the_index(world: World) -> Non
     items = world.client.get("/v1/messages?q=zebra%20cross").json()["items"]
     assert len(items) == 1
     assert len(world.client.get("/v1/messages?q=EBRA").json()["items"]) == 2
+
+
+def test_the_vocabulary_finds_short_and_long_pieces() -> None:
+    vocabulary = Vocabulary()
+    for term in ("beta", "zeta", "eta\tmu", "mu"):
+        vocabulary.add(term)
+    assert sorted(vocabulary.holding("eta")) == ["beta", "eta\tmu", "zeta"]  # by its pieces
+    assert sorted(vocabulary.holding("mu")) == ["eta\tmu", "mu"]  # too short: a scan
+    assert vocabulary.holding("ta\tm") == ["eta\tmu"]
+    vocabulary.remove("zeta")
+    assert sorted(vocabulary.holding("eta")) == ["beta", "eta\tmu"]
+    assert vocabulary.holding("zet") == [] and vocabulary.holding("ze") == []
+    assert len(vocabulary) == 3

@@ -15,11 +15,12 @@ candidate, so the index never hides a match.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
 import threading
 from collections.abc import Container, Iterable
+
+from agenthub.bucketsync.core.vocabulary import Vocabulary
 
 WORD = re.compile(r"\w+")
 
@@ -39,11 +40,7 @@ class SearchIndex:
         self._text_of: dict[str, str] = {}
         self._postings: dict[str, set[str]] = {}
         self._lock = threading.Lock()
-        # Every term, newline-joined, so a substring lookup is one C-level scan.
-        self._vocabulary: list[str] = []
-        self._starts: list[int] = []
-        self._joined = ""
-        self._stale = True
+        self._vocabulary = Vocabulary()  # which terms hold a piece of the query
         self.removals = 0  # bumped when a document leaves: callers' "all indexed" goes stale
 
     def __contains__(self, content_hash: object) -> bool:
@@ -65,7 +62,7 @@ class SearchIndex:
                 holders = self._postings.get(word)
                 if holders is None:
                     self._postings[word] = {content_hash}
-                    self._stale = True
+                    self._vocabulary.add(word)
                 else:
                     holders.add(content_hash)
 
@@ -78,7 +75,7 @@ class SearchIndex:
                 holders.discard(content_hash)
                 if not holders:
                     del self._postings[word]
-                    self._stale = True
+                    self._vocabulary.remove(word)
 
     def candidates(self, query: str) -> set[str] | None:
         """Content hashes of indexed documents that may contain the lowered `query`
@@ -112,34 +109,14 @@ class SearchIndex:
         # Neighbouring runs of the query are neighbouring words of a match, the first
         # ending with the one and the next starting with the other: "x\ty" holds "a\tb".
         needles = [f"{a}\t{b}" for a, b in itertools.pairwise(runs)] or runs
-        if self._stale:
-            self._rebuild()
         holding = sorted((self._holding(needle) for needle in needles), key=len)
         # Smallest first, and a fresh set: the postings themselves are never handed out.
         return holding[0].intersection(*holding[1:])
 
-    def _rebuild(self) -> None:
-        self._vocabulary = list(self._postings)
-        self._starts = []
-        offset = 0
-        for word in self._vocabulary:
-            self._starts.append(offset)
-            offset += len(word) + 1
-        self._joined = "\n".join(self._vocabulary)
-        self._stale = False
-
-    def _holding(self, run: str) -> set[str]:
-        """Documents with a term containing `run` (one C-level scan of the vocabulary): the
-        term's own postings when one term holds it (most do), so treat the result as
-        read-only."""
-        joined, starts, vocabulary = self._joined, self._starts, self._vocabulary
-        holders: list[set[str]] = []
-        at = joined.find(run)
-        while at >= 0:
-            index = bisect.bisect_right(starts, at) - 1
-            holders.append(self._postings[vocabulary[index]])
-            # Continue after this word: one hit per word is enough.
-            at = joined.find(run, starts[index] + len(vocabulary[index]) + 1)
+    def _holding(self, needle: str) -> set[str]:
+        """Documents with a term containing `needle`: the term's own postings when one term
+        holds it (most do), so treat the result as read-only."""
+        holders = [self._postings[term] for term in self._vocabulary.holding(needle)]
         if len(holders) == 1:
             return holders[0]
         return set().union(*holders)
