@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 import threading
 from collections.abc import Container, Iterable
 
@@ -29,14 +30,16 @@ def terms(text: str) -> frozenset[str]:
     """What a text is indexed under: its words, and each pair of neighbouring words
     joined by a tab (no word holds one)."""
     runs = WORD.findall(text)
-    return frozenset((*runs, *(f"{a}\t{b}" for a, b in itertools.pairwise(runs))))
+    pairs = (f"{a}\t{b}" for a, b in itertools.pairwise(runs))
+    # Interned: every document holding a term keeps the one copy, not a string of its own.
+    return frozenset(map(sys.intern, (*runs, *pairs)))
 
 
 class SearchIndex:
     def __init__(self) -> None:
         # Each indexed document's terms (to drop it again) and text (to check candidates:
         # a map of its own, one lookup per candidate, the hot loop of a search).
-        self._terms_of: dict[str, frozenset[str]] = {}
+        self._terms_of: dict[str, tuple[str, ...]] = {}  # tuples: far smaller than sets
         self._text_of: dict[str, str] = {}
         self._postings: dict[str, set[str]] = {}
         self._lock = threading.Lock()
@@ -56,7 +59,7 @@ class SearchIndex:
         with self._lock:
             if content_hash in self._terms_of:
                 return
-            self._terms_of[content_hash] = found
+            self._terms_of[content_hash] = tuple(found)
             self._text_of[content_hash] = text
             for word in found:
                 holders = self._postings.get(word)
