@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agenthub.bucketsync.core import listing
 from agenthub.bucketsync.core.readmodel import ReadModel, Record
 from agenthub.bucketsync.core.search import SearchIndex
+from agenthub.bucketsync.core.vocabulary import Vocabulary
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
@@ -43,7 +46,9 @@ def _board(tmp_path: Path, clock: FrozenClock, count: int) -> LocalBucketStore:
     return store
 
 
-def _search(model: ReadModel, q: str, loads: list[int] | None = None) -> list[str]:
+def _search(
+    model: ReadModel, q: str, loads: list[int] | None = None, type_: str | None = None
+) -> list[str]:
     entries = model.entries(BOARD)
     keys = sorted(path[len(BOARD) :] for path in entries)
     listed = listing.Listed(keys=keys, paths={k: BOARD + k for k in keys}, count=len(keys))
@@ -53,7 +58,8 @@ def _search(model: ReadModel, q: str, loads: list[int] | None = None) -> list[st
             loads.append(len(paths))
         return model.records(paths, BOARD)
 
-    query = listing.parse_query({"q": q, "limit": "50", "order": "asc"}, expand_max=50)
+    params = {"q": q, "limit": "50", "order": "asc", **({"type": type_} if type_ else {})}
+    query = listing.parse_query(params, expand_max=50)
     body = listing.page(
         listed,
         query,
@@ -86,6 +92,43 @@ def test_the_index_narrows_to_words_holding_the_longest_run() -> None:
     assert "b" not in index and len(index) == 2
 
 
+# Few letters, so words share pieces; punctuation, case and a non-ASCII letter, so runs
+# split and lower where a naive tokenizer would not.
+TEXTS = st.text(alphabet="abAB ._-\nï", max_size=24).map(str.lower)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts=st.dictionaries(st.sampled_from("hijklmnop"), TEXTS, max_size=8),
+    removed=st.sets(st.sampled_from("hijklmnop")),
+    unindexed=st.dictionaries(st.sampled_from("qrstu"), TEXTS, max_size=3),
+    query=TEXTS,
+)
+def test_search_is_the_substring_scan(
+    texts: dict[str, str], removed: set[str], unindexed: dict[str, str], query: str
+) -> None:
+    """The index's answer is exactly the documents a plain `in` finds, its candidates a
+    superset; what it does not hold it hands back to be checked, never drops."""
+    index = SearchIndex()
+    for content_hash, text in texts.items():
+        index.add(content_hash, text)
+    index.candidates("warm")  # build the vocabulary, so removals have to keep it right
+    for content_hash in removed:
+        index.remove(content_hash)
+    held = {h: t for h, t in texts.items() if h not in removed}
+    scan = {h for h, t in held.items() if query in t}
+    among = {*texts, *unindexed}
+    found = index.search(query, among, among)
+    if found is None:  # no word characters to narrow by
+        assert not any(c.isalnum() or c == "_" for c in query)
+        return
+    matching, not_held = found
+    assert matching == scan
+    assert sorted(not_held) == sorted(among - held.keys())
+    candidates = index.candidates(query)
+    assert candidates is not None and scan <= candidates
+
+
 @pytest.mark.parametrize("cache_bytes", [1 << 24, 2000], ids=["cached", "evicting"])
 def test_q_matches_a_scan(tmp_path: Path, clock: FrozenClock, cache_bytes: int) -> None:
     store = _board(tmp_path, clock, 50)
@@ -96,7 +139,7 @@ def test_q_matches_a_scan(tmp_path: Path, clock: FrozenClock, cache_bytes: int) 
         assert sorted(found) == _scan(scanner, q), q
 
 
-def test_a_new_query_loads_only_its_candidates(tmp_path: Path, clock: FrozenClock) -> None:
+def test_a_new_query_is_answered_by_the_index(tmp_path: Path, clock: FrozenClock) -> None:
     store = _board(tmp_path, clock, 50)
     model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 24)
     loads: list[int] = []
@@ -104,10 +147,23 @@ def test_a_new_query_loads_only_its_candidates(tmp_path: Path, clock: FrozenCloc
     assert loads == [50]
     loads.clear()
     assert len(_search(model, "x-ray", loads)) == len(_scan(model, "x-ray"))
-    assert loads and loads[0] < 50
+    assert loads == []  # `q=` alone: the index checked the text itself
     reads = store.read_many_calls
     _search(model, "naïve", loads)
     assert store.read_many_calls == reads
+
+
+def test_q_with_another_content_filter_loads_only_its_candidates(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    store = _board(tmp_path, clock, 50)
+    model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 24)
+    _search(model, "alpha")
+    loads: list[int] = []
+    found = _search(model, "x-ray", loads, type_="note")
+    scan = [k for k in _scan(model, "x-ray") if k in _scan(model, "type: note")]
+    assert sorted(found) == scan
+    assert loads and loads[0] < 50
 
 
 def test_q_over_http_sees_a_message_written_after_the_index(world: World) -> None:
@@ -118,3 +174,16 @@ def test_q_over_http_sees_a_message_written_after_the_index(world: World) -> Non
     items = world.client.get("/v1/messages?q=zebra%20cross").json()["items"]
     assert len(items) == 1
     assert len(world.client.get("/v1/messages?q=EBRA").json()["items"]) == 2
+
+
+def test_the_vocabulary_finds_short_and_long_pieces() -> None:
+    vocabulary = Vocabulary()
+    for term in ("beta", "zeta", "eta\tmu", "mu"):
+        vocabulary.add(term)
+    assert sorted(vocabulary.holding("eta")) == ["beta", "eta\tmu", "zeta"]  # by its pieces
+    assert sorted(vocabulary.holding("mu")) == ["eta\tmu", "mu"]  # too short: a scan
+    assert vocabulary.holding("ta\tm") == ["eta\tmu"]
+    vocabulary.remove("zeta")
+    assert sorted(vocabulary.holding("eta")) == ["beta", "eta\tmu"]
+    assert vocabulary.holding("zet") == [] and vocabulary.holding("ze") == []
+    assert len(vocabulary) == 3

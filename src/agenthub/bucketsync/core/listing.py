@@ -46,6 +46,13 @@ class ListQuery:
             self.type or self.via or self.status or self.q or self.verification or self.fields
         )
 
+    @property
+    def only_q(self) -> bool:
+        """`q` is the one test `matches_record` makes: a record whose search text holds it
+        matches, without being loaded."""
+        others = (self.type, self.via, self.status)
+        return bool(self.q) and all(other is None for other in others) and not self.fields
+
 
 def parse_query(
     params: Mapping[str, str],
@@ -182,14 +189,20 @@ def page(
         candidates = keys
 
         def content_filter() -> list[str]:
-            chosen = candidates
-            if query.q and isinstance(memo, FilterMemo):  # load only what the index may match
-                chosen = memo.narrow(query.q.lower(), candidates, listed.paths)
-            loaded = load([listed.paths[key] for key in chosen])
+            chosen: Sequence[str] = candidates
+            known: list[str] = []
+            if query.q and isinstance(memo, FilterMemo):  # the index answers for what it holds
+                found = memo.search(query.q.lower(), candidates, listed.paths)
+                if found is not None:
+                    known, chosen = found
+                    if not query.only_q or (timed and time_from_content):
+                        # The index knows the text only: its matches are checked in full.
+                        chosen, known = sorted((*known, *chosen)), []
+            loaded = load([listed.paths[key] for key in chosen]) if chosen else {}
             records.update(
                 (key, loaded[listed.paths[key]]) for key in chosen if listed.paths[key] in loaded
             )
-            return [
+            checked = [
                 key
                 for key in chosen
                 if key in records
@@ -199,6 +212,7 @@ def page(
                     or in_time_range(stamp_of(key, records[key]), query)
                 )
             ]
+            return sorted((*known, *checked)) if known else checked
 
         signature = (
             query.agent,

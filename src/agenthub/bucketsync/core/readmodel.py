@@ -108,10 +108,20 @@ class _Folder:
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
     )
-    # For `q=`: paths by content hash and the paths not indexed yet, per (version,
-    # index removals); keys by path for the last listing narrowed.
-    by_hash: tuple[tuple[int, int], dict[str, list[str]], list[str]] | None = None
-    keys_by_path: tuple[Mapping[str, str], dict[str, str]] | None = None
+    search_keys: _SearchKeys | None = None
+
+
+@dataclass(frozen=True)
+class _SearchKeys:
+    """For `q=`: one listing's keys by content hash (built once per listing, so a query
+    costs its matches), and the hashes not indexed when last looked (a shrinking list,
+    empty once all are; looked up again in full after an eviction)."""
+
+    paths: Mapping[str, str]
+    entries: Mapping[str, FileEntry]
+    by_hash: dict[str, list[str]]
+    removals: int
+    unindexed: list[str]
 
 
 class ContentCache:
@@ -240,8 +250,8 @@ class ReadModel:
 
     def filter_memo(self, folder: str) -> FilterMemo:
         """A memo for content-filtered key lists of `folder`, valid for one listing version
-        and bounded to the most recent FILTER_MEMO_SIZE filters; it also narrows a `q=`
-        search to the records the search index says may match."""
+        and bounded to the most recent FILTER_MEMO_SIZE filters; it also answers a `q=`
+        search from the search index, for the records the index holds."""
         return FilterMemo(self, folder)
 
     def records(self, paths: Iterable[str], folder: str) -> dict[str, Record]:
@@ -334,37 +344,41 @@ class FilterMemo:
                     state.filters.popitem(last=False)
         return keys
 
-    def narrow(self, query: str, keys: Sequence[str], paths: Mapping[str, str]) -> list[str]:
-        """The keys whose record may contain the lowered `query` (a superset of the
-        matches, in `keys` order): indexed records the index names, and every record not
-        indexed yet. Costs the candidates, not the folder, once the folder is indexed."""
+    def search(
+        self, query: str, keys: Sequence[str], paths: Mapping[str, str]
+    ) -> tuple[list[str], list[str]] | None:
+        """The keys among `keys` (each mapped to a path by `paths`) whose indexed record
+        contains the lowered `query`, and those whose record is not indexed yet (to load
+        and check), each sorted; None when the index cannot narrow the query. Costs the
+        index's candidates, not the folder, once the folder is indexed."""
         model, state = self.model, self.model._folder(self.folder)
         index = model.content.index
-        hashes = index.candidates(query)
-        if hashes is None:
-            return list(keys)
         entries = model.entries(self.folder)
-        stamp = (state.version, index.removals)
-        cached = state.by_hash
-        if cached is None or cached[0] != stamp:
+        cached = state.search_keys
+        # Entries are replaced, never changed in place: the same dict is the same contents.
+        if cached is None or cached.paths is not paths or cached.entries is not entries:
             by_hash: dict[str, list[str]] = {}
-            for path, entry in entries.items():
-                by_hash.setdefault(entry.content_hash, []).append(path)
-            unindexed = [p for h, ps in by_hash.items() if h not in index for p in ps]
-            cached = state.by_hash = (stamp, by_hash, unindexed)
-        _, by_hash, unindexed = cached
-        if unindexed:  # loaded since: indexed now (a shrinking list, empty once all are)
-            unindexed = [p for p in unindexed if entries[p].content_hash not in index]
-            state.by_hash = (stamp, by_hash, unindexed)
-        reverse = state.keys_by_path
-        if reverse is None or reverse[0] is not paths:
-            reverse = state.keys_by_path = (paths, {path: key for key, path in paths.items()})
-        key_of = reverse[1]
-        chosen = {key_of[p] for p in unindexed if p in key_of}
-        chosen.update(key_of[p] for h in hashes for p in by_hash.get(h, ()) if p in key_of)
+            for key, path in paths.items():
+                entry = entries.get(path)
+                if entry is not None:
+                    by_hash.setdefault(entry.content_hash, []).append(key)
+            cached = _SearchKeys(paths, entries, by_hash, -1, [])
+        removals = index.removals  # read first: an eviction during the search recounts next time
+        by_hash = cached.by_hash
+        found = index.search(
+            query, by_hash, cached.unindexed if cached.removals == removals else by_hash
+        )
+        if found is None:
+            return None
+        hashes, unindexed = found
+        state.search_keys = _SearchKeys(paths, entries, by_hash, removals, unindexed)
+        matching = [key for h in hashes for key in by_hash[h]]
+        unchecked = [key for h in unindexed for key in by_hash[h]]
         if len(keys) != len(paths):  # other filters came first
-            chosen.intersection_update(keys)
-        return sorted(chosen)  # listing keys are sorted
+            kept = set(keys)
+            matching = [key for key in matching if key in kept]
+            unchecked = [key for key in unchecked if key in kept]
+        return sorted(matching), sorted(unchecked)  # listing keys are sorted
 
 
 class PerReadModel(Generic[T]):
