@@ -18,7 +18,7 @@ from agenthub.clock import FrozenClock
 from agenthub.statehub import source
 from agenthub.statehub.feed import FeedService, Position
 from agenthub.statehub.inbox import InboxService
-from agenthub.statehub.readahead import AheadPage, ReadAhead
+from agenthub.statehub.readahead import STALE_S, AheadPage, ReadAhead
 from agenthub.statehub.schemas import MessageCreate
 from agenthub.statehub.store import Database
 
@@ -148,3 +148,56 @@ def _first_page_with_more(feed: FeedService) -> dict[str, Any]:
         if page["has_more"] or time.monotonic() > deadline:
             return page
         time.sleep(0.05)
+
+
+def test_two_deep_a_build_schedules_the_page_after_its_own(
+    db: Database, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _broadcasts(db, clock, 10)  # pages of 3: v1:0 -> 3 -> 6 -> 9 -> 10
+    ahead = ReadAhead(depth=2)
+    feed = FeedService(db, clock, "hub", read_ahead=ahead)
+    built: list[int] = []
+    build = feed._build_ahead
+
+    def spy(after: int, limit: int) -> AheadPage | None:
+        built.append(after)
+        return build(after, limit)
+
+    monkeypatch.setattr(feed, "_build_ahead", spy)
+    try:
+        first = orjson.loads(feed.encoded_page("v1:0", LIMIT).body)
+        ahead.idle(timeout=10)
+        cursors = [first["next_cursor"]]
+        served = [_timeless(feed.encoded_page(cursors[0], LIMIT).body)]
+    finally:
+        ahead.close()
+
+    assert len(built) == 2  # the second page, and the third scheduled by the second's build
+    assert built[1] == int(served[0]["next_cursor"].split(":")[1])
+    assert served[0] == _timeless(
+        FeedService(db, clock, "hub").encoded_page(cursors[0], LIMIT).body
+    )
+
+
+def test_a_page_nobody_takes_gives_its_place_to_the_next_reader(
+    db: Database, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _broadcasts(db, clock, 6)
+    now = [0.0]
+    ahead = ReadAhead(depth=1, monotonic=lambda: now[0])
+    feed = FeedService(db, clock, "hub", read_ahead=ahead)
+    taken = _taken(monkeypatch, ahead)
+    try:
+        feed.encoded_page("v1:0", LIMIT)  # a reader that never asks again
+        ahead.idle(timeout=10)
+        other = orjson.loads(feed.encoded_page("v1:0", 2).body)  # another reader, pages of 2
+        ahead.idle(timeout=10)
+        feed.encoded_page(other["next_cursor"], 2)  # nothing was built for it: the place is held
+        now[0] += STALE_S + 0.1
+        again = orjson.loads(feed.encoded_page("v1:0", 2).body)  # the stale page gives way
+        ahead.idle(timeout=10)
+        feed.encoded_page(again["next_cursor"], 2)
+    finally:
+        ahead.close()
+
+    assert [page is not None for page in taken] == [False, False, False, False, True]

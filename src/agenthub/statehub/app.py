@@ -75,7 +75,10 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             app.state.db = db
             app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)
-            read_ahead = ReadAhead() if settings.feed_read_ahead else None
+            # Two pages ahead on PostgreSQL, where a build mostly waits for the database
+            # (two backends use both cores); one on SQLite, whose build holds the GIL.
+            depth = 1 if db.sqlite else 2
+            read_ahead = ReadAhead(depth=depth) if settings.feed_read_ahead else None
             app.state.feed = FeedService(db, clock, app.state.instance_label, read_ahead=read_ahead)
             # Before any write lands: a restored SQLite file must not reuse revisions unnoticed.
             app.state.feed.check_restore()

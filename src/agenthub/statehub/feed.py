@@ -324,6 +324,11 @@ class FeedService:
             window = self._window_at(session, pos, after, limit)
             if not window.any:
                 return None
+            if window.has_more and self.read_ahead is not None:
+                cut = window.cut
+                self.read_ahead.schedule(
+                    (cursor.encode(cut), limit), lambda: self._build_ahead(cut, limit)
+                )
             count, changes = encoded_changes(session, after, window.cut)
             return AheadPage(pos.fingerprint, window.cut, window.has_more, count, changes)
 
