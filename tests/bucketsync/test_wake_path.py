@@ -111,8 +111,10 @@ def test_a_held_wake_latches_at_once_and_rings_after_the_writers_bookkeeping(
     held: bool,
 ) -> None:
     """The writer's bookkeeping after the wake (a post records its answer) takes 0.3 s
-    here. Held, the woken waiter answers after the writer; the broken variant (no hold)
-    lets it answer in the middle, ahead of the post's own answer."""
+    here. Held, the woken waiter answers only once the writer's block has ended; the
+    broken variant (no hold) lets it answer in the middle of the bookkeeping. The mark
+    is made by the writer itself, inside its block: a mark queued on the loop after the
+    block would race the doorbells the block's end rings."""
 
     woken: frozenset[str] = frozenset()
 
@@ -132,7 +134,6 @@ def test_a_held_wake_latches_at_once_and_rings_after_the_writers_bookkeeping(
 
         task = asyncio.create_task(watch())
         await _parked(registry, 1)
-        loop = asyncio.get_running_loop()
 
         def writer() -> None:
             nonlocal woken
@@ -140,8 +141,7 @@ def test_a_held_wake_latches_at_once_and_rings_after_the_writers_bookkeeping(
                 inbox.append("20260301-000000-000_agent-1.md")
                 woken = registry.deliver(frozenset({"inbox:agent-2"}))
                 time.sleep(0.3)  # the journal entry completing
-            # Queued after the block: still ahead of the doorbells, which `call_soon` again.
-            loop.call_soon_threadsafe(order.append, "writer's answer")
+                order.append("writer's bookkeeping done")
 
         await asyncio.to_thread(writer)
         await asyncio.wait_for(task, 5)
@@ -149,7 +149,7 @@ def test_a_held_wake_latches_at_once_and_rings_after_the_writers_bookkeeping(
 
     order = asyncio.run(scenario())
     assert woken == {"agent-2"}  # decided by the wake, inside the block
-    answers = ["writer's answer", "answered delivered"]
+    answers = ["writer's bookkeeping done", "answered delivered"]
     assert order == (answers if held else answers[::-1])
 
 
