@@ -5,7 +5,6 @@ have been built; under `xid` nothing is read ahead."""
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.readahead import STALE_S, AheadPage, ReadAhead
 from agenthub.statehub.schemas import MessageCreate
 from agenthub.statehub.store import Database
+from tests.statehub.xid import once_served
 
 LIMIT = 3
 
@@ -133,21 +133,12 @@ def test_nothing_is_read_ahead_under_xid(
     scheduled: list[Any] = []
     monkeypatch.setattr(ahead, "schedule", lambda key, build: scheduled.append(key))
 
-    first = _first_page_with_more(feed)
+    first = once_served(
+        lambda: orjson.loads(feed.encoded_page("v1:0", LIMIT).body), lambda page: page["has_more"]
+    )
 
     assert first["has_more"]
     assert scheduled == []
-
-
-def _first_page_with_more(feed: FeedService) -> dict[str, Any]:
-    """The first page, once it has more: under `xid` a transaction still open anywhere in
-    the cluster (another test's) holds the servable bound below the writes for a moment."""
-    deadline = time.monotonic() + 30
-    while True:
-        page: dict[str, Any] = orjson.loads(feed.encoded_page("v1:0", LIMIT).body)
-        if page["has_more"] or time.monotonic() > deadline:
-            return page
-        time.sleep(0.05)
 
 
 def test_two_deep_a_build_schedules_the_page_after_its_own(
