@@ -69,11 +69,11 @@ def test_a_commit_lost_before_its_flush_is_asked_for_again_without_a_resnapshot(
     assert f.resnapshots == 1  # the first snapshot only
 
 
+# PostgreSQL only: SQLite's WAL with synchronous=NORMAL already commits without a flush.
+@pytest.mark.parametrize("hubcore_url", ["pg"], indirect=True)
 def test_a_live_page_commits_without_waiting_for_the_flush_and_only_that_page(
     hubcore_db: Database,
 ) -> None:
-    if hubcore_db.sqlite:
-        pytest.skip("SQLite's WAL with synchronous=NORMAL already commits without a flush")
     start_cursor(hubcore_db)
     seen: list[Any] = []
 

@@ -119,7 +119,7 @@ def _position_statement(postgres: bool) -> Select[Any]:
         ).scalar_subquery()
         for t in (TOMBSTONES, RECEIPT_TOMBSTONES)
     ]
-    clock = [func.now(), text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")]
+    clock = [func.now(), text(_XMIN)]
     return select(
         *_maxima(False),
         *compacted,
@@ -166,6 +166,15 @@ def _cut_statement() -> Select[Any]:
         )
     )
     return select(page.c.cut, past)
+
+
+# The oldest transaction still running when the snapshot was taken (`xid` mode).
+_XMIN = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
+
+def _xid_bound(xmin: Any, state: source.SourceState) -> int:
+    """`xid`: the highest revision that is final, below the oldest running transaction."""
+    return int(xmin) + state.xid_offset - 1
 
 
 def _highest(maxima: Iterable[Any]) -> int:
@@ -218,10 +227,8 @@ class FeedService:
         """The highest revision that is final, when the mode needs one (`xid`)."""
         if state.mode != "xid" or session.get_bind().dialect.name != "postgresql":
             return None
-        xmin: int = session.execute(
-            text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-        ).scalar_one()
-        return int(xmin) + state.xid_offset - 1
+        xmin: int = session.execute(text(f"SELECT {_XMIN}")).scalar_one()
+        return _xid_bound(xmin, state)
 
     def servable_high_water(self) -> int:
         """The wake poll's probe: the highest revision a reader could be served now."""
@@ -243,7 +250,7 @@ class FeedService:
         # highest revision visible below the bound can fall when such a row is
         # updated by a transaction not yet final; the bound never falls.
         xid = postgres and who.state.mode == "xid"
-        high_water = int(row[-1]) + who.state.xid_offset - 1 if xid else _highest(maxima)
+        high_water = _xid_bound(row[-1], who.state) if xid else _highest(maxima)
         compacted_before = max(int(compacted[0]), int(compacted[1]))
         return Position(
             instance=self.instance_label,
@@ -307,13 +314,16 @@ class FeedService:
                     encoded_changes(session, window.after, window.cut) if window.any else (0, b"")
                 )
             head = orjson.dumps(window.head(after, count > 0))
-        if window.has_more and self.read_ahead is not None and pos.fingerprint is not None:
-            cut = window.cut
-            self.read_ahead.schedule(
-                (cursor.encode(cut), limit), lambda: self._build_ahead(cut, limit)
-            )
+        self._read_ahead_after(window, limit)
         body = b"".join((head[:-1], b',"changes":[', changes, b"]}"))
         return EncodedPage(changes=count, body=body)
+
+    def _read_ahead_after(self, window: Window, limit: int) -> None:
+        """Start building the page after `window`, when there is one and it may be served."""
+        ahead, fingerprint = self.read_ahead, window.position.fingerprint
+        if window.has_more and ahead is not None and fingerprint is not None:
+            cut = window.cut
+            ahead.schedule((cursor.encode(cut), limit), lambda: self._build_ahead(cut, limit))
 
     def _build_ahead(self, after: int, limit: int) -> AheadPage | None:
         """The changes of the page after `after`, in a read of their own (`readahead`)."""
@@ -324,11 +334,7 @@ class FeedService:
             window = self._window_at(session, pos, after, limit)
             if not window.any:
                 return None
-            if window.has_more and self.read_ahead is not None:
-                cut = window.cut
-                self.read_ahead.schedule(
-                    (cursor.encode(cut), limit), lambda: self._build_ahead(cut, limit)
-                )
+            self._read_ahead_after(window, limit)
             count, changes = encoded_changes(session, after, window.cut)
             return AheadPage(pos.fingerprint, window.cut, window.has_more, count, changes)
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class AheadPage:
 @dataclass
 class _Held:
     future: Future[AheadPage | None]
-    built_at: float | None = field(default=None)  # when the build ended (monotonic)
+    built_at: float | None = None  # when the build ended (monotonic)
 
 
 class ReadAhead:
