@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agenthub.bucketsync.core import readmodel
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.identity.base import Caller
 from agenthub.bucketsync.storage.base import Batch
@@ -135,3 +136,42 @@ def test_bs_11_11_me_is_organizer_is_only_a_hint(org: LiveWorld) -> None:
     assert org.client.get("/v1/me", headers=org.auth("carol")).json()["is_organizer"] is False
     # The gate re-checks the role on every broadcast, whatever /v1/me said.
     assert broadcast(org, user="carol").status_code == 403
+
+
+def test_a_broadcast_parses_the_bytes_its_board_file_and_copy_share_once(
+    org: LiveWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The board file and the broadcast copy are the same bytes: the read model parses
+    them once when the post inserts both."""
+    parsed: list[bytes] = []
+    real = readmodel.parse_lenient
+
+    def counting(raw: bytes) -> Any:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(readmodel, "parse_lenient", counting)
+    sent = broadcast(org)
+    assert sent.status_code == 201, sent.text
+    assert len(parsed) == 1
+    filename = sent.json()["filename"]
+    assert org.client.get("/v1/inbox/agent-1").json()["items"] == [filename]
+
+
+def test_an_inbox_of_copies_and_broadcasts_follows_every_change(org: LiveWorld) -> None:
+    """The joined listing of a handle's copies and the broadcasts is kept between reads;
+    each new copy or broadcast shows at once, in filename order, each once."""
+    org.agent("agent-2")
+    mention = org.raw("agent-2", "hi @agent-1").json()["filename"]
+    first = broadcast(org, "one").json()["filename"]
+
+    def inbox() -> list[str]:
+        page = org.client.get("/v1/inbox/agent-1?order=asc&expand=true").json()
+        return [item["filename"] for item in page["items"]]
+
+    assert inbox() == inbox() == sorted([mention, first])
+    second = org.raw("agent-2", "again @agent-1").json()["filename"]
+    assert inbox() == sorted([mention, first, second])
+    third = broadcast(org, "two").json()["filename"]
+    assert inbox() == sorted([mention, first, second, third])
+    assert org.client.get("/v1/inbox/agent-2?order=asc").json()["items"] == [first, third]

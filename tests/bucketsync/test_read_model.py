@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from agenthub.bucketsync.core.readmodel import ReadModel
-from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.base import Batch, FileEntry
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World
@@ -159,3 +160,78 @@ def test_bs_7_8_malformed_files_degrade_to_empty_frontmatter(world: World) -> No
     page = world.client.get("/v1/messages?expand=true").json()
     assert page["count"] == 3
     assert all(item["frontmatter"] == {} for item in page["items"])
+
+
+def _entry(path: str, data: bytes) -> FileEntry:
+    return FileEntry(path, len(data), hashlib.sha256(data).hexdigest())
+
+
+def test_joined_is_built_once_per_change_of_any_of_its_folders(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """An inbox joins the handle's copies with every broadcast: its value is rebuilt when
+    either folder changes, and only then."""
+    store = seeded(tmp_path, clock, {"inbox/alice/a.md": b"a", "broadcasts/b.md": b"b"})
+    model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)
+    builds: list[int] = []
+
+    def joined() -> list[str]:
+        builds.append(1)
+        return sorted([*model.entries("inbox/"), *model.entries("broadcasts/")])
+
+    def read() -> list[str]:
+        return model.joined(("inbox", "alice"), ("inbox/", "broadcasts/"), joined)
+
+    assert read() == ["broadcasts/b.md", "inbox/alice/a.md"]
+    assert read() == read()
+    assert len(builds) == 1
+    model.write_through("broadcasts/", _entry("broadcasts/c.md", b"c"), b"c")
+    assert "broadcasts/c.md" in read()
+    model.write_through("inbox/", _entry("inbox/alice/d.md", b"d"), b"d")
+    assert "inbox/alice/d.md" in read()
+    assert len(builds) == 3
+
+
+def test_the_broken_variant_a_join_keyed_on_one_folder_serves_a_stale_inbox(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """Keyed on the copies' folder alone, the memo misses a broadcast: the waiter it woke
+    would read an inbox without it and park again."""
+    store = seeded(tmp_path, clock, {"inbox/alice/a.md": b"a"})
+    model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)
+
+    def joined() -> list[str]:
+        return sorted([*model.entries("inbox/"), *model.entries("broadcasts/")])
+
+    def read(folders: tuple[str, ...]) -> list[str]:
+        return model.joined(folders, folders, joined)
+
+    for folders in (("inbox/",), ("inbox/", "broadcasts/")):
+        read(folders)
+    model.write_through("broadcasts/", _entry("broadcasts/c.md", b"c"), b"c")
+    assert "broadcasts/c.md" not in read(("inbox/",))
+    assert "broadcasts/c.md" in read(("inbox/", "broadcasts/"))
+
+
+def test_a_joined_value_built_from_a_newer_listing_is_rebuilt_not_kept(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """A write landing while the value is built: stored under the versions read before,
+    so the next read rebuilds it rather than keep what it saw."""
+    store = seeded(tmp_path, clock, {})
+    model = ReadModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)
+    builds: list[list[str]] = []
+
+    def joined() -> list[str]:
+        if not builds:  # the write lands after the versions were read
+            model.write_through("broadcasts/", _entry("broadcasts/x.md", b"x"), b"x")
+        builds.append(sorted(model.entries("broadcasts/")))
+        return builds[-1]
+
+    def read() -> list[str]:
+        return model.joined("k", ("broadcasts/",), joined)
+
+    assert read() == ["broadcasts/x.md"]
+    assert read() == ["broadcasts/x.md"]
+    assert len(builds) == 2  # rebuilt once, then kept
+    assert read() is builds[-1]

@@ -189,10 +189,10 @@ def test_each_woken_waiter_re_reads_and_answers_in_one_step(
     handles = [live.agent(f"agent-{i}") for i in range(3)]
     organizer = live.organizer()
     events: list[tuple[str, int]] = []
-    inbox = board.inbox
+    inbox = board.inbox_page
 
-    def recorded_inbox(hub: Any, handle: str, params: dict[str, str]) -> dict[str, Any]:
-        page = inbox(hub, handle, params)
+    def recorded_inbox(hub: Any, handle: str, query: Any) -> dict[str, Any]:
+        page = inbox(hub, handle, query)
         if page["items"]:
             events.append(("read", threading.get_ident()))
         return page
@@ -202,7 +202,7 @@ def test_each_woken_waiter_re_reads_and_answers_in_one_step(
             events.append(("answer", threading.get_ident()))
         return json_answer(payload, status_code)
 
-    monkeypatch.setattr(board, "inbox", recorded_inbox)
+    monkeypatch.setattr(board, "inbox_page", recorded_inbox)
     monkeypatch.setattr(live_routes, "json_answer", recorded_answer)
     if own_task:
         watch = LongPoll.read

@@ -10,6 +10,7 @@ without a thread hop each is most of what keeps that wake cheap.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -140,12 +141,14 @@ async def inbox(handle: str, request: Request) -> Response:
         access.require_handle(hub, handle)
         return [f"inbox:{handle}"]
 
+    # Parsed at the first read (a bad query is a 400 after the handle's 404), once.
+    query = functools.cache(lambda: board.inbox_query(hub, params))
     return await watched(
         request,
         owner=handle,
         mode="inbox",
         prepare=prepare,
-        read=lambda: board.inbox(hub, handle, params),
+        read=lambda: board.inbox_page(hub, handle, query()),
     )
 
 

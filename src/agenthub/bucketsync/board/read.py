@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping
+from typing import Any, cast
 
 from agenthub.bucketsync.core import listing, naming
-from agenthub.bucketsync.core.access import require_registered
+from agenthub.bucketsync.core.access import check_registered
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record, stamped_index
@@ -70,22 +71,41 @@ class _InboxLoader:
 
 
 def inbox_listed(hub: Hub, handle: str) -> listing.Listed:
-    """The handle's inbox copies plus every broadcast, deduped by filename (§11)."""
+    """The handle's inbox copies plus every broadcast, deduped by filename (§11). Built
+    once per change of either folder: a broadcast's woken waiters each read theirs twice
+    (the answer, and the check before parking again)."""
     naming.validate_handle(handle)
     if not naming.is_human_handle(handle):
-        require_registered(hub, handle)
+        check_registered(hub, handle)
+    return hub.read_model.joined(
+        ("inbox", handle), (naming.INBOX, naming.BROADCASTS), lambda: _inbox_listed(hub, handle)
+    )
+
+
+def _inbox_listed(hub: Hub, handle: str) -> listing.Listed:
     copies = hub.read_model.derived(naming.INBOX, "by_handle", _inbox_index).get(handle, {})
     broadcasts = hub.read_model.derived(
         naming.BROADCASTS, "stamped", stamped_index(naming.BROADCASTS)
     )
-    paths = dict(copies)
-    for key in broadcasts.keys:
-        paths.setdefault(key, broadcasts.paths[key])
-    return listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
+    if not copies:
+        return broadcasts  # shared, not copied: most handles hold broadcasts only
+    # Copies first: a filename in both is the handle's own copy. The broadcasts' paths
+    # are looked through, not copied, so a handle costs its keys, not a second map.
+    # (A ChainMap writes only to its first map; typeshed asks every map be mutable.)
+    paths = ChainMap(copies, cast("MutableMapping[str, str]", broadcasts.paths))
+    keys = sorted(copies.keys() | set(broadcasts.keys))
+    return listing.Listed(keys=keys, paths=paths, count=len(keys))
+
+
+def inbox_query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
+    return _query(hub, params)
 
 
 def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
-    query = _query(hub, params)
+    return inbox_page(hub, handle, _query(hub, params))
+
+
+def inbox_page(hub: Hub, handle: str, query: listing.ListQuery) -> dict[str, Any]:
     listed = inbox_listed(hub, handle)
     return listing.page(
         listed,

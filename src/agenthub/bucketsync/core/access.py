@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
@@ -13,6 +15,7 @@ from agenthub.bucketsync.errors import (
     Unauthorized,
 )
 from agenthub.bucketsync.identity.base import Caller
+from agenthub.bucketsync.storage.base import FileEntry
 
 
 def bearer_caller(hub: Hub, authorization: str | None) -> Caller:
@@ -32,13 +35,19 @@ def is_registered(hub: Hub, agent_id: str) -> bool:
     return naming.registration_path(agent_id) in hub.read_model.entries(naming.AGENTS)
 
 
-def registered_agents(hub: Hub) -> list[str]:
-    """Every registered agent id, sorted (the AGENTS listing, no record read)."""
-    entries = hub.read_model.entries(naming.AGENTS)
-    return sorted(
-        path[len(naming.AGENTS) : -len(".md")]
-        for path in entries
-        if path.endswith(".md") and "/" not in path[len(naming.AGENTS) :]
+def registered_agents(hub: Hub) -> Sequence[str]:
+    """Every registered agent id, sorted (the AGENTS listing, no record read), built once
+    per listing: a broadcast names its whole audience."""
+    return hub.read_model.derived(naming.AGENTS, "handles", _agent_ids)
+
+
+def _agent_ids(entries: Mapping[str, FileEntry]) -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            path[len(naming.AGENTS) : -len(".md")]
+            for path in entries
+            if path.endswith(".md") and "/" not in path[len(naming.AGENTS) :]
+        )
     )
 
 
@@ -49,11 +58,20 @@ def registration(hub: Hub, agent_id: str) -> Record | None:
 def require_registered(hub: Hub, agent_id: str) -> Record:
     record = registration(hub, agent_id)
     if record is None:
-        raise NotRegistered(
-            f"agent {agent_id!r} is not registered",
-            hint="register first: POST /v1/agents/register",
-        )
+        raise _not_registered(agent_id)
     return record
+
+
+def check_registered(hub: Hub, agent_id: str) -> None:
+    """`require_registered` answered by the listing, without loading the record."""
+    if not is_registered(hub, agent_id):
+        raise _not_registered(agent_id)
+
+
+def _not_registered(agent_id: str) -> NotRegistered:
+    return NotRegistered(
+        f"agent {agent_id!r} is not registered", hint="register first: POST /v1/agents/register"
+    )
 
 
 def require_organizer(

@@ -23,6 +23,9 @@ from agenthub.bucketsync.errors import InvalidFrontmatter, NotOrganizer
 # libyaml's loader when PyYAML was built with it: the same safe subset, ~8x faster,
 # which is most of a cold read of a large folder.
 _BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's emitter, for the frontmatter it writes byte for byte as PyYAML's does (see
+# `_emits_alike`): five times faster, and every post renders one.
+_FAST_DUMPER: type[yaml.SafeDumper] | None = getattr(yaml, "CSafeDumper", None)
 
 # Nesting a frontmatter mapping may have (the message keys need 2: a list of refs).
 MAX_DEPTH = 16
@@ -199,6 +202,27 @@ def parse_lenient(data: bytes) -> Document:
         return Document({}, body)
 
 
+def _emits_alike(frontmatter: dict[str, Any]) -> bool:
+    """Whether libyaml's emitter writes `frontmatter` exactly as PyYAML's does: plain
+    scalars and lists of them, every string printable and in the Basic Multilingual Plane.
+    (libyaml escapes characters beyond it, an emoji say, which PyYAML writes as they are;
+    both read back the same, but a file in the bucket should not change with the build.)"""
+    for key, value in frontmatter.items():
+        if not isinstance(key, str) or not _plain_text(key):
+            return False
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, str):
+                if not _plain_text(item):
+                    return False
+            elif not isinstance(item, _SCALARS):
+                return False
+    return True
+
+
+def _plain_text(text: str) -> bool:
+    return text.isprintable() and (text.isascii() or max(text) < "\U00010000")
+
+
 def check_message_keys(frontmatter: dict[str, Any]) -> None:
     """Enforce the message frontmatter allowlist and scalar-only values."""
     if "broadcast" in frontmatter:
@@ -233,6 +257,13 @@ def check_message_keys(frontmatter: dict[str, Any]) -> None:
 
 
 def render(frontmatter: dict[str, Any], body: str) -> bytes:
-    header = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=1000)
+    dumper = _FAST_DUMPER if _FAST_DUMPER is not None and _emits_alike(frontmatter) else None
+    header = yaml.dump(
+        frontmatter,
+        Dumper=dumper or yaml.SafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1000,
+    )
     body = body if body.endswith("\n") or not body else body + "\n"
     return f"---\n{header}---\n\n{body}".encode()

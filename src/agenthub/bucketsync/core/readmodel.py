@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -184,6 +184,8 @@ class ReadModel:
         self.content = ContentCache(content_cache_max_bytes)
         self.listings = 0
         self.listings_by_folder: dict[str, int] = {}
+        self._joined: OrderedDict[Hashable, tuple[tuple[int, ...], Any]] = OrderedDict()
+        self._joined_lock = threading.Lock()
 
     def register_folder(self, folder: str) -> None:
         self._folders.setdefault(folder, _Folder())
@@ -246,6 +248,27 @@ class ReadModel:
         state.derived[key] = (state.version, value)
         return value
 
+    JOINED_SIZE = 4096
+
+    def joined(self, key: Hashable, folders: Sequence[str], build: Callable[[], T]) -> T:
+        """A value computed from several folders (one handle's inbox: its copies and every
+        broadcast), rebuilt only when one of their listings changes; the JOINED_SIZE most
+        recently used keys are kept. The versions are read before `build` runs, so a value
+        built from a listing newer than them is only ever rebuilt, never served stale."""
+        versions = tuple(self.version(folder) for folder in folders)
+        with self._joined_lock:
+            cached = self._joined.get(key)
+            if cached is not None and cached[0] == versions:
+                self._joined.move_to_end(key)
+                return cached[1]  # type: ignore[no-any-return]
+        value = build()
+        with self._joined_lock:
+            self._joined[key] = (versions, value)
+            self._joined.move_to_end(key)
+            while len(self._joined) > self.JOINED_SIZE:
+                self._joined.popitem(last=False)
+        return value
+
     FILTER_MEMO_SIZE = 64
 
     def filter_memo(self, folder: str) -> FilterMemo:
@@ -287,7 +310,8 @@ class ReadModel:
     def write_through(self, folder: str, entry: FileEntry, raw: bytes) -> None:
         """Insert a file the service just wrote, so the next read sees it at once."""
         state = self._folder(folder)
-        self.content.put(entry.content_hash, parse_lenient(raw), 2 * len(raw))
+        if self.content.get(entry.content_hash) is None:  # a post's copies share their bytes
+            self.content.put(entry.content_hash, parse_lenient(raw), 2 * len(raw))
         with state.lock:
             state.overlay[entry.path] = (entry, self._clock.monotonic())
             if state.entries is not None:

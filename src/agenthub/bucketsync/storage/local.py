@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -50,7 +49,25 @@ def _bucket_parts(bucket: str) -> tuple[str, str]:
     return ns, name
 
 
-def _fsync_dir(path: Path) -> None:
+def _make_parent(path: str) -> str:
+    """Create `path`'s directory if it is missing; returns it."""
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        os.makedirs(parent, exist_ok=True)
+    return parent
+
+
+def _temp_beside(path: str) -> str:
+    head, name = os.path.split(path)
+    return os.path.join(head, f".tmp-{os.getpid()}-{threading.get_ident()}-{name}")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _fsync_dir(path: str) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -65,7 +82,9 @@ class LocalBucketStore:
         # durable=False skips fsync: only for bulk-building throwaway fixtures (benchmarks).
         self._durable = durable
         self._clock = clock or SystemClock()
-        self._objects = self._root / "objects"
+        # Paths on the write path are plain strings: pathlib was a fifth of a post's time.
+        self._objects = os.path.join(self._root, "objects")
+        self._bucket_dirs: dict[str, str] = {}
         # (inode, mtime_ns, size) -> sha256; files are immutable once linked into place.
         self._hashes: dict[tuple[int, int, int], str] = {}
         self._hash_lock = threading.Lock()
@@ -75,21 +94,30 @@ class LocalBucketStore:
         self.read_many_calls = 0
 
     # -- layout -----------------------------------------------------------------------
-    def _bucket_dir(self, bucket: str) -> Path:
-        ns, name = _bucket_parts(bucket)
-        return self._root / "buckets" / ns / name
+    def _bucket_dir(self, bucket: str) -> str:
+        directory = self._bucket_dirs.get(bucket)
+        if directory is None:
+            ns, name = _bucket_parts(bucket)
+            directory = self._bucket_dirs[bucket] = os.path.join(self._root, "buckets", ns, name)
+        return directory
 
-    def _file_path(self, bucket: str, path: str) -> Path:
+    def _file_path(self, bucket: str, path: str) -> str:
         parts = path.split("/")
         if any(p in ("", ".", "..") for p in parts) or path.startswith("/"):
             raise InvalidPath(f"path {path!r} is not a plain relative path")
-        return self._bucket_dir(bucket) / "files" / Path(*parts)
+        return os.path.join(self._bucket_dir(bucket), "files", *parts)
+
+    def _require(self, bucket: str) -> None:
+        """A write's check that its bucket exists (one stat, not a parse of its metadata)."""
+        if not os.path.isfile(os.path.join(self._bucket_dir(bucket), _META)):
+            raise StorageUnavailable(f"bucket {bucket} does not exist")
 
     # -- port ---------------------------------------------------------------------------
     def info(self, bucket: str) -> BucketInfo | None:
-        meta_path = self._bucket_dir(bucket) / _META
+        meta_path = os.path.join(self._bucket_dir(bucket), _META)
         try:
-            meta = json.loads(meta_path.read_text("utf-8"))
+            with open(meta_path, encoding="utf-8") as handle:
+                meta = json.loads(handle.read())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -106,21 +134,21 @@ class LocalBucketStore:
         if existing is not None:
             return existing
         directory = self._bucket_dir(bucket)
-        (directory / "files").mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.join(directory, "files"), exist_ok=True)
         meta = {
             "id": bucket,
             "creator": creator,
             "private": private,
             "created_at": self._clock.now().isoformat(),
         }
-        self._atomic_write(directory / _META, json.dumps(meta).encode())
+        self._atomic_write(os.path.join(directory, _META), json.dumps(meta).encode())
         info = self.info(bucket)
         assert info is not None
         return info
 
     def list(self, bucket: str, prefix: str = "", *, recursive: bool = True) -> list[FileEntry]:
         self.list_calls += 1
-        base = self._bucket_dir(bucket) / "files"
+        base = Path(self._bucket_dir(bucket), "files")
         folder = prefix.rstrip("/")
         start = base / folder if folder else base
         entries: list[FileEntry] = []
@@ -151,7 +179,8 @@ class LocalBucketStore:
 
     def read(self, bucket: str, path: str) -> bytes | None:
         try:
-            return self._file_path(bucket, path).read_bytes()
+            with open(self._file_path(bucket, path), "rb") as handle:
+                return handle.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
@@ -167,11 +196,10 @@ class LocalBucketStore:
         return found
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
-        if self.info(bucket) is None:
-            raise StorageUnavailable(f"bucket {bucket} does not exist")
+        self._require(bucket)
         # Directories whose new entries are made durable once, when the batch is done: one
         # fsync per directory instead of one per file (a 2,000-file hash copy took ~8 s).
-        dirty: set[Path] = set()
+        dirty: set[str] = set()
         try:
             # An object is released outside its own stripe: two stripes are never held.
             for _src_bucket, content_hash, dest in batch.copies:
@@ -188,7 +216,7 @@ class LocalBucketStore:
                 target = self._file_path(bucket, dest)
                 last = self._last_reference(target)
                 with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
+                    os.unlink(target)
                 self._release(last)
         except OSError as exc:
             raise StorageUnavailable(f"write to {bucket} failed: {exc}") from exc
@@ -198,12 +226,11 @@ class LocalBucketStore:
 
     def append(self, bucket: str, path: str, data: bytes) -> None:
         """Append in place: O(len(data)), however long the file already is."""
-        if self.info(bucket) is None:
-            raise StorageUnavailable(f"bucket {bucket} does not exist")
+        self._require(bucket)
         target = self._file_path(bucket, path)
         try:
             with self._append_lock:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                _make_parent(target)
                 self._detach(target)
                 fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
@@ -222,8 +249,9 @@ class LocalBucketStore:
         older than `min_age_s` (a live write stores its object a moment before linking it)."""
         cutoff = time.time() - min_age_s
         objects = temps = 0
-        if self._objects.is_dir() and self._hard_links_work():
-            for path in self._walk(self._objects):
+        store = Path(self._objects)
+        if store.is_dir() and self._hard_links_work():
+            for path in self._walk(store):
                 st = path.stat()
                 if path.name.startswith(".tmp-"):
                     continue
@@ -232,7 +260,7 @@ class LocalBucketStore:
                         if path.stat().st_nlink == 1:
                             path.unlink()
                             objects += 1
-        for root in (self._objects, self._root / "buckets"):
+        for root in (store, self._root / "buckets"):
             for path in self._walk(root, temps_only=True):
                 match = _TEMP_PID.match(path.name)
                 stale = path.stat().st_mtime < cutoff
@@ -263,19 +291,19 @@ class LocalBucketStore:
     def _stripe(self, content_hash: str) -> threading.Lock:
         return self._stripes[int(content_hash[:2], 16) % _STRIPES]
 
-    def _object_path(self, content_hash: str) -> Path:
-        return self._objects / content_hash[:2] / content_hash
+    def _object_path(self, content_hash: str) -> str:
+        return os.path.join(self._objects, content_hash[:2], content_hash)
 
     def _store_object(self, data: bytes, content_hash: str) -> None:
         target = self._object_path(content_hash)
-        if not target.exists():
+        if not os.path.exists(target):
             self._atomic_write(target, data)
 
-    def _last_reference(self, target: Path) -> str | None:
+    def _last_reference(self, target: str) -> str | None:
         """The object hash of `target` if `target` is its only bucket file (link count 2:
         the file and the object), so replacing or deleting it orphans the object."""
         try:
-            st = target.stat()
+            st = os.stat(target)
         except (FileNotFoundError, NotADirectoryError):
             return None
         if st.st_nlink != 2:
@@ -283,25 +311,25 @@ class LocalBucketStore:
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._hash_lock:
             known = self._hashes.get(key)
-        return known or hashlib.sha256(target.read_bytes()).hexdigest()
+        return known or hashlib.sha256(_read(target)).hexdigest()
 
     def _release(self, content_hash: str | None) -> None:
         if content_hash is None:
             return
         source = self._object_path(content_hash)
         with self._stripe(content_hash), contextlib.suppress(FileNotFoundError):
-            if source.stat().st_nlink == 1:
-                source.unlink()
+            if os.stat(source).st_nlink == 1:
+                os.unlink(source)
 
-    def _detach(self, target: Path) -> None:
+    def _detach(self, target: str) -> None:
         """Give a file linked to an object its own inode before it is changed in place."""
         last = self._last_reference(target)
         try:
-            linked = target.stat().st_nlink > 1
+            linked = os.stat(target).st_nlink > 1
         except FileNotFoundError:
             return
         if linked:
-            self._atomic_write(target, target.read_bytes())
+            self._atomic_write(target, _read(target))
             self._release(last)
 
     def _walk(self, root: Path, *, temps_only: bool = False) -> Iterator[Path]:
@@ -319,7 +347,7 @@ class LocalBucketStore:
                 continue
 
     def _hard_links_work(self) -> bool:
-        probe = self._objects / f".tmp-{os.getpid()}-probe"
+        probe = Path(self._objects, f".tmp-{os.getpid()}-probe")
         try:
             probe.write_bytes(b"")
             os.link(probe, probe.with_name(probe.name + "-link"))
@@ -332,45 +360,51 @@ class LocalBucketStore:
         return True
 
     def _link_object(
-        self, bucket: str, content_hash: str, dest: str, dirty: set[Path]
+        self, bucket: str, content_hash: str, dest: str, dirty: set[str]
     ) -> str | None:
         """Link `dest` to the object; returns the hash of the object it replaced if that
         object may now be unreferenced (for `_release`, outside this hash's stripe)."""
         source = self._object_path(content_hash)
-        if not source.exists():
+        if not os.path.exists(source):
             raise StorageUnavailable(f"no object with hash {content_hash} to copy")
         target = self._file_path(bucket, dest)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        parent = _make_parent(target)
         last = self._last_reference(target)
         if last == content_hash:
             return None  # already this content
-        tmp = target.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{target.name}"
+        tmp = _temp_beside(target)
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+            os.unlink(tmp)
         try:
             os.link(source, tmp)
         except OSError:
             # Filesystems without hard links: fall back to a copied file.
-            self._atomic_write(target, source.read_bytes())
+            self._atomic_write(target, _read(source))
             return None
         os.replace(tmp, target)
         if self._durable:
-            dirty.add(target.parent)
+            dirty.add(parent)
         return last
 
-    def _atomic_write(self, target: Path, data: bytes) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", dir=target.parent)
+    def _atomic_write(self, target: str, data: bytes) -> None:
+        parent = _make_parent(target)
+        # Named for this process and thread (`sweep` knows the pattern): one thread writes
+        # one file at a time, so the name is free, whatever else writes the same target.
+        tmp = _temp_beside(target)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
                 if self._durable:
-                    os.fsync(handle.fileno())
-            os.replace(tmp_name, target)
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
+                os.unlink(tmp)
             raise
         if self._durable:
-            _fsync_dir(target.parent)
+            _fsync_dir(parent)
