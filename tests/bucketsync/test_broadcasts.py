@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync.core import readmodel
+from agenthub.bucketsync.core import frontmatter, readmodel
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.identity.base import Caller
 from agenthub.bucketsync.storage.base import Batch
@@ -144,7 +144,7 @@ def test_a_broadcast_parses_the_bytes_its_board_file_and_copy_share_once(
     """The board file and the broadcast copy are the same bytes: the read model parses
     them once when the post inserts both."""
     parsed: list[bytes] = []
-    real = readmodel.parse_lenient
+    real = frontmatter.parse_lenient
 
     def counting(raw: bytes) -> Any:
         parsed.append(raw)
