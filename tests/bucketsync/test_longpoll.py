@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync.core.longpoll import LongPoll, ManualTimer, WaiterRegistry
+from agenthub.bucketsync.core.longpoll import (
+    LongPoll,
+    LoopTimer,
+    ManualTimer,
+    WaiterRegistry,
+    _resolve,
+)
 from agenthub.bucketsync.core.notify import wake_keys
 from agenthub.clock import FrozenClock
 from tests.bucketsync.live_support import (
@@ -356,3 +362,74 @@ def test_bs_13_41_non_goals_no_push_transports_and_no_wait_above_55(pair: LiveWo
     paths = {e["path"] for e in pair.client.get("/v1").json()["endpoints"]}
     assert not any(word in p for p in paths for word in ("sse", "events", "webhook", "ws"))
     assert pair.hub.longpoll is not None and pair.hub.longpoll.clamp(3600) == 55.0
+
+
+# -- the loop timer ----------------------------------------------------------------------
+def test_the_loop_timer_tells_a_rung_future_from_its_deadline() -> None:
+    """`LoopTimer.wait` awaits the doorbell itself: True when it is rung, False at the
+    deadline, and nothing left scheduled either way."""
+
+    async def scenario() -> tuple[bool, bool, bool, float]:
+        loop = asyncio.get_running_loop()
+        timer = LoopTimer()
+        rung: asyncio.Future[None] = loop.create_future()
+        loop.call_later(0.01, rung.set_result, None)
+        started = loop.time()
+        woken = await timer.wait(rung, 30)
+        took = loop.time() - started
+        expired = await timer.wait(loop.create_future(), 0.01)
+        done: asyncio.Future[None] = loop.create_future()
+        done.set_result(None)
+        already = await timer.wait(done, 0)
+        return woken, expired, already, took
+
+    woken, expired, already, took = asyncio.run(scenario())
+    assert (woken, expired, already) == (True, False, True)
+    assert took < 5  # rung, not waited out
+
+
+def test_a_cancelled_loop_timer_wait_cancels_its_future_and_its_deadline() -> None:
+    """A client hanging up cancels the parked task: its doorbell future is cancelled (a
+    later ring skips it) and its deadline does not fire afterwards."""
+
+    async def scenario() -> tuple[bool, int]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        task = asyncio.create_task(LoopTimer().wait(future, 0.05))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        _resolve(future)  # a ring after the hang-up is a no-op
+        await asyncio.sleep(0.1)  # past the deadline: nothing fires
+        return future.cancelled(), len(loop._scheduled)  # type: ignore[attr-defined]
+
+    cancelled, scheduled = asyncio.run(scenario())
+    assert cancelled
+    assert scheduled == 0
+
+
+def test_the_registry_counts_its_waiters_as_they_come_and_go() -> None:
+    """The total behind the process cap is kept as waiters register, are evicted and
+    leave (it was a sum over every owner on each registration)."""
+    registry = WaiterRegistry(FrozenClock(datetime(2026, 1, 1, tzinfo=UTC)), max_per_owner=2)
+    rng = random.Random(7)
+
+    def brute() -> int:
+        return sum(len(ws) for ws in registry._by_owner.values())
+
+    async def scenario() -> None:
+        held: list[Any] = []
+        for _ in range(400):
+            if held and rng.random() < 0.4:
+                registry.unregister(held.pop(rng.randrange(len(held))))
+            else:
+                waiter = registry.register(f"agent-{rng.randrange(6)}", ["k"])
+                if waiter is not None:
+                    held.append(waiter)
+            assert registry.stats()["waiters"] == brute()
+        for waiter in held:  # evicted ones included: unregistering twice is harmless
+            registry.unregister(waiter)
+        assert registry.stats()["waiters"] == brute() == 0
+
+    asyncio.run(scenario())

@@ -71,24 +71,37 @@ class _InboxLoader:
 
 
 def inbox_listed(hub: Hub, handle: str) -> listing.Listed:
-    """The handle's inbox copies plus every broadcast, deduped by filename (§11). Built
-    once per change of either folder: a broadcast's woken waiters each read theirs twice
-    (the answer, and the check before parking again)."""
+    """The handle's inbox copies plus every broadcast, deduped by filename (§11). Most
+    handles hold broadcasts only and share the broadcasts' listing; the others' joined
+    listing is built once per change of either folder (a broadcast's woken waiters each
+    read theirs twice: the answer, and the check before parking again)."""
     naming.validate_handle(handle)
     if not naming.is_human_handle(handle):
         check_registered(hub, handle)
+    if not _copies(hub, handle):
+        return _broadcasts(hub)
+    # Built from what the build itself reads (not `copies` above): `joined` reads the
+    # versions first, so a value it keeps is never older than they say.
     return hub.read_model.joined(
         ("inbox", handle), (naming.INBOX, naming.BROADCASTS), lambda: _inbox_listed(hub, handle)
     )
 
 
+def _copies(hub: Hub, handle: str) -> dict[str, str]:
+    return hub.read_model.derived(naming.INBOX, "by_handle", _inbox_index).get(handle, {})
+
+
+def _broadcasts(hub: Hub) -> listing.Listed:
+    return hub.read_model.derived(naming.BROADCASTS, "stamped", _BROADCASTS_INDEX)
+
+
+_BROADCASTS_INDEX = stamped_index(naming.BROADCASTS)
+
+
 def _inbox_listed(hub: Hub, handle: str) -> listing.Listed:
-    copies = hub.read_model.derived(naming.INBOX, "by_handle", _inbox_index).get(handle, {})
-    broadcasts = hub.read_model.derived(
-        naming.BROADCASTS, "stamped", stamped_index(naming.BROADCASTS)
-    )
+    copies, broadcasts = _copies(hub, handle), _broadcasts(hub)
     if not copies:
-        return broadcasts  # shared, not copied: most handles hold broadcasts only
+        return broadcasts
     # Copies first: a filename in both is the handle's own copy. The broadcasts' paths
     # are looked through, not copied, so a handle costs its keys, not a second map.
     # (A ChainMap writes only to its first map; typeshed asks every map be mutable.)

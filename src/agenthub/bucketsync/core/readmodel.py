@@ -15,8 +15,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -53,15 +52,18 @@ class NotCached(Exception):
 _cached_only: ContextVar[bool] = ContextVar("bucketsync_read_model_cached_only", default=False)
 
 
-@contextmanager
-def cached_only() -> Iterator[None]:
+class cached_only:  # a lower-case name: it reads as a function, `with cached_only():`
     """Reads in this block are answered from the caches or raise `NotCached`; pure
-    computing (an index rebuilt from a cached listing, a filter) still runs."""
-    token = _cached_only.set(True)
-    try:
-        yield
-    finally:
-        _cached_only.reset(token)
+    computing (an index rebuilt from a cached listing, a filter) still runs. (A class, not
+    a generator: every watched read on the loop enters one.)"""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _cached_only.set(True)
+
+    def __exit__(self, *_exc: object) -> None:
+        _cached_only.reset(self._token)
 
 
 def _needs_bucket(what: str) -> None:
