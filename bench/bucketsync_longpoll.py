@@ -206,12 +206,16 @@ async def post(base: str, payload: dict[str, Any], token: str | None = None) -> 
     return returned
 
 
-async def broadcast_wake(waiters: int, broadcasts: int) -> tuple[list[float], list[float]]:
+async def broadcast_wake(
+    waiters: int, broadcasts: int, extra_env: dict[str, str] | None = None
+) -> tuple[list[float], list[float]]:
     """One bucket-sync worker, `waiters` parked agents, `broadcasts` organizer
-    broadcasts: (wake latencies from the POST's send, POST latencies), in ms."""
+    broadcasts: (wake latencies from the POST's send, POST latencies), in ms.
+    `extra_env` reaches the server (a `PYTHONPATH` runs another checkout's code)."""
     env = {
         "LONGPOLL_MAX_WAITERS_TOTAL": str(max(256, waiters + 16)),
         "LONGPOLL_WAKE_SPREAD_THRESHOLD": "1000000",
+        **(extra_env or {}),
     }
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)

@@ -25,6 +25,7 @@ rows come from `bench/ceilings_hubcore.py` (`rows(args)`) when that file exists.
     PYTHONPATH=src python3 bench/ceilings.py [--rounds 3] [--seconds 3] [--changes 200000]
         [--waiters 256] [--only send,feed,writes,wake,hubcore]   (send includes the unread read) [--databases sqlite,postgresql]
         [--no-access-log]   (uvicorn's access log is a deployment setting: measure both)
+        [--baseline REV]    (the wake row also for bucket-sync at git revision REV, interleaved)
 """
 
 from __future__ import annotations
@@ -553,29 +554,65 @@ def wake_rows(args: argparse.Namespace) -> list[Row]:
     base_p50: list[float] = []
     base_p99: list[float] = []
     base_post: list[float] = []
-    with child_server("trivial-wake") as (trivial, _pid):
+    earlier: dict[str, list[float]] = {"p50": [], "p99": [], "post": []}
+    with child_server("trivial-wake") as (trivial, _pid), _checkout(args.baseline) as source:
         for _round in range(args.rounds):
             wake, post = asyncio.run(broadcast_wake(args.waiters, args.broadcasts))
             ours_p50.append(percentile(wake, 50))
             ours_p99.append(percentile(wake, 99))
             ours_post.append(statistics.median(post))
+            if source is not None:
+                env = {"PYTHONPATH": str(source / "src")}
+                wake, post = asyncio.run(broadcast_wake(args.waiters, args.broadcasts, env))
+                earlier["p50"].append(percentile(wake, 50))
+                earlier["p99"].append(percentile(wake, 99))
+                earlier["post"].append(statistics.median(post))
             wake, median_post = asyncio.run(_trivial_wake(trivial, args.waiters, args.broadcasts))
             base_p50.append(percentile(wake, 50))
             base_p99.append(percentile(wake, 99))
             base_post.append(median_post)
-    p50_ratio = statistics.median(o / b for o, b in zip(ours_p50, base_p50, strict=True))
-    p99_ratio = statistics.median(o / b for o, b in zip(ours_p99, base_p99, strict=True))
-    return [
-        _row(
-            f"broadcast wake, {args.waiters} parked waiters (bucket-sync)",
-            f"p50 {statistics.median(ours_p50):.0f} / p99 {statistics.median(ours_p99):.0f} ms"
-            f" (POST {statistics.median(ours_post):.0f} ms)",
-            f"p50 {statistics.median(base_p50):.0f} / p99 {statistics.median(base_p99):.0f} ms"
-            f" (POST {statistics.median(base_post):.0f} ms)",
-            f"{p50_ratio:.1f}x / {p99_ratio:.1f}x",
+    ceiling = (
+        f"p50 {statistics.median(base_p50):.0f} / p99 {statistics.median(base_p99):.0f} ms"
+        f" (POST {statistics.median(base_post):.0f} ms)"
+    )
+
+    def row(label: str, p50: list[float], p99: list[float], post: list[float]) -> Row:
+        p50_ratio = statistics.median(o / b for o, b in zip(p50, base_p50, strict=True))
+        p99_ratio = statistics.median(o / b for o, b in zip(p99, base_p99, strict=True))
+        return _row(
+            f"broadcast wake, {args.waiters} parked waiters (bucket-sync{label})",
+            f"p50 {statistics.median(p50):.0f} / p99 {statistics.median(p99):.0f} ms"
+            f" (POST {statistics.median(post):.0f} ms)",
+            ceiling,
+            f"{p50_ratio:.2f}x / {p99_ratio:.2f}x",
             "≤ 2x the trivial app",
         )
-    ]
+
+    rows = [row("", ours_p50, ours_p99, ours_post)]
+    if args.baseline is not None:
+        rows.append(row(f" at {args.baseline}", earlier["p50"], earlier["p99"], earlier["post"]))
+    return rows
+
+
+@contextmanager
+def _checkout(revision: str | None) -> Iterator[Path | None]:
+    """A throwaway worktree of `revision` (its servers run its code), or None."""
+    if revision is None:
+        yield None
+        return
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="ceilings-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(tree), revision],
+            check=True,
+        )
+        try:
+            yield tree
+        finally:
+            subprocess.run(
+                ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], check=False
+            )
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
@@ -620,6 +657,11 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=200_000, help="feed catch-up size")
     parser.add_argument("--waiters", type=int, default=256)
     parser.add_argument("--broadcasts", type=int, default=3, help="broadcasts per wake round")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="wake row: also run bucket-sync at git revision REV, interleaved in each round",
+    )
     parser.add_argument("--only", default="send,feed,writes,wake,hubcore")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--serve", choices=("minimal", "trivial-wake"), help=argparse.SUPPRESS)
