@@ -142,7 +142,7 @@ async def inbox(handle: str, request: Request) -> Response:
         return [f"inbox:{handle}"]
 
     # Parsed at the first read (a bad query is a 400 after the handle's 404), once.
-    query = functools.cache(lambda: board.inbox_query(hub, params))
+    query = functools.cache(lambda: board.parse_query(hub, params))
     return await watched(
         request,
         owner=handle,

@@ -26,12 +26,13 @@ def _inbox_index(entries: dict[str, FileEntry]) -> dict[str, dict[str, str]]:
     return by_handle
 
 
-def _query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
+def parse_query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
+    """The list grammar's query for a board or inbox read (400 on a bad value)."""
     return listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
 
 
 def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
-    query = _query(hub, params)
+    query = parse_query(hub, params)
     listed = hub.read_model.derived(
         naming.MESSAGE_BOARD, "stamped", stamped_index(naming.MESSAGE_BOARD)
     )
@@ -100,8 +101,6 @@ _BROADCASTS_INDEX = stamped_index(naming.BROADCASTS)
 
 def _inbox_listed(hub: Hub, handle: str) -> listing.Listed:
     copies, broadcasts = _copies(hub, handle), _broadcasts(hub)
-    if not copies:
-        return broadcasts
     # Copies first: a filename in both is the handle's own copy. The broadcasts' paths
     # are looked through, not copied, so a handle costs its keys, not a second map.
     # (A ChainMap writes only to its first map; typeshed asks every map be mutable.)
@@ -110,12 +109,8 @@ def _inbox_listed(hub: Hub, handle: str) -> listing.Listed:
     return listing.Listed(keys=keys, paths=paths, count=len(keys))
 
 
-def inbox_query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
-    return _query(hub, params)
-
-
 def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
-    return inbox_page(hub, handle, _query(hub, params))
+    return inbox_page(hub, handle, parse_query(hub, params))
 
 
 def inbox_page(hub: Hub, handle: str, query: listing.ListQuery) -> dict[str, Any]:

@@ -257,13 +257,8 @@ def check_message_keys(frontmatter: dict[str, Any]) -> None:
 
 
 def render(frontmatter: dict[str, Any], body: str) -> bytes:
-    dumper = _FAST_DUMPER if _FAST_DUMPER is not None and _emits_alike(frontmatter) else None
-    header = yaml.dump(
-        frontmatter,
-        Dumper=dumper or yaml.SafeDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=1000,
-    )
+    alike = _FAST_DUMPER is not None and _emits_alike(frontmatter)
+    dumper = (_FAST_DUMPER if alike else None) or yaml.SafeDumper
+    header = yaml.dump(frontmatter, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1000)
     body = body if body.endswith("\n") or not body else body + "\n"
     return f"---\n{header}---\n\n{body}".encode()

@@ -56,7 +56,7 @@ class LoopTimer:
             await future
         finally:
             expiry.cancel()
-        return not _expired(future)
+        return future.result() is not _EXPIRED
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
@@ -115,10 +115,6 @@ def _expire(future: asyncio.Future[None]) -> None:
     """A `LoopTimer` deadline: the future completes, marked as not rung."""
     if not future.done():
         future.set_result(_EXPIRED)
-
-
-def _expired(future: asyncio.Future[None]) -> bool:
-    return future.result() is _EXPIRED
 
 
 Doorbell = tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]
@@ -206,7 +202,7 @@ class WaiterRegistry:
                 evicted.evicted = True
                 self._remove(evicted)
                 self.counters.evictions += 1
-            if self._total() >= self.max_total:
+            if self._count >= self.max_total:
                 self.counters.degradations += 1
                 waiter = None
             else:
@@ -238,9 +234,6 @@ class WaiterRegistry:
                 holders.discard(waiter)
                 if not holders:
                     del self._by_key[key]
-
-    def _total(self) -> int:
-        return self._count
 
     # -- waking -------------------------------------------------------------------------
     def deliver(self, keys: frozenset[str]) -> frozenset[str]:
@@ -373,7 +366,7 @@ class WaiterRegistry:
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {
-                "waiters": self._total(),
+                "waiters": self._count,
                 "owners": len(self._by_owner),
                 "parked": sum(
                     1 for ws in self._by_owner.values() for w in ws if w.future is not None

@@ -179,8 +179,7 @@ class LocalBucketStore:
 
     def read(self, bucket: str, path: str) -> bytes | None:
         try:
-            with open(self._file_path(bucket, path), "rb") as handle:
-                return handle.read()
+            return _read(self._file_path(bucket, path))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
@@ -232,15 +231,7 @@ class LocalBucketStore:
             with self._append_lock:
                 _make_parent(target)
                 self._detach(target)
-                fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    if self._durable:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+                self._write(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
         except OSError as exc:
             raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
 
@@ -386,21 +377,24 @@ class LocalBucketStore:
             dirty.add(parent)
         return last
 
+    def _write(self, fd: int, data: bytes) -> None:
+        """Write all of `data` to `fd` (fsynced when durable) and close it."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if self._durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _atomic_write(self, target: str, data: bytes) -> None:
         parent = _make_parent(target)
         # Named for this process and thread (`sweep` knows the pattern): one thread writes
         # one file at a time, so the name is free, whatever else writes the same target.
         tmp = _temp_beside(target)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if self._durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._write(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), data)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
