@@ -246,6 +246,9 @@ def test_capture_to_file_writes_the_seeds_v1_object_by_default(
     assert streamed["count"] == len(streamed["messages"]) == 21
     # The hash a whole-file reader recomputes from the rows, as the seed defines it.
     assert streamed["content_hash"] == snapshot_hash(streamed["messages"])
+    with hubcore_db.read_only() as session:  # the seed's entry point takes it as loaded
+        seed_check = import_snapshot(session, streamed, expected_hash=streamed["content_hash"])
+    assert seed_check.outcome == "valid"
     # PostgreSQL's source_time is each capture's own transaction time.
     for b in (streamed, whole, head):
         assert b["source"].pop("source_time")
