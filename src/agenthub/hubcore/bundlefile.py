@@ -320,7 +320,8 @@ def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
 def read_bundle(path: Path) -> Any:
     """The whole bundle as the one v1 object (a v2 file is read into that object, its
     schema named v1: the rows and hashes are the same). Memory holds every row: the
-    streaming import (`bundle_import.import_file`) does not use this for a v2 file."""
+    streaming import (`bundle_import.import_file`) uses it only for a v1 object whose
+    rows are not in key order; `pilot-check` uses it for its oracle."""
     if is_v2(path):
         bundle: dict[str, Any] = {"schema": SCHEMA, **{part: [] for part in PARTS}}
         for part, row in read_lines(path):
