@@ -99,6 +99,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
         lifespan=lifespan,
         responses=errors.COMMON,
         docs_url=None,
+        redoc_url=None,
     )
     serve_docs(app)
     errors.install(app)
