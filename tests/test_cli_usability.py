@@ -188,3 +188,11 @@ def test_on_postgresql_the_second_follower_is_refused_until_the_first_stops() ->
         finally:
             first.dispose()
             second.dispose()
+
+
+def test_challenge_init_names_the_next_commands(tmp_path: Path) -> None:
+    challenge = ROOT / "examples" / "bucketsync-challenge" / "challenge.yaml"
+    code, out, err = invoke(["challenge", "init", str(challenge)], tmp_path)
+    assert code == 0, err
+    assert "agenthub bucketsync serve" in out
+    assert "agenthub bucketsync users add NAME --role" in out
