@@ -295,7 +295,9 @@ def create_app(
             if hub.longpoll is not None:
                 hub.longpoll.registry.presence_map.close()
 
-    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
+    app = FastAPI(
+        title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
