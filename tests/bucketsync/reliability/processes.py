@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+from bench._servers import register_agent
 
 from agenthub.bucketsync.identity.local import LocalIdentity
 from tests.bucketsync.test_multiworker import SRC, free_port
@@ -45,7 +46,6 @@ class ServeProcess:
             *(extra or []),
         ]
         self.process: subprocess.Popen[bytes] | None = None
-        self.tokens: dict[str, str] = {}
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -102,23 +102,8 @@ class ServeProcess:
 
     def register(self, agent: str, *, org: str, slug: str) -> None:
         identity = LocalIdentity(Path(self.env["BUCKETSYNC_DATA_DIR"]) / "users.json", org=org)
-        token = identity.add_user(f"user-{agent}", role="contributor")
-        auth = {"Authorization": f"Bearer {token}"}
-        bucket = f"{org}/{slug}-{agent}"
         with httpx.Client(base_url=self.base, timeout=30) as client:
-            client.post(f"/local/buckets/{bucket}", headers=auth)
-            client.put(
-                f"/local/buckets/{bucket}/files/.bucket-sync-handshake",
-                content=f"user-{agent}".encode(),
-                headers=auth,
-            )
-            answer = client.post(
-                "/v1/agents/register",
-                json={"agent_id": agent, "model": "m", "harness": "h"},
-                headers=auth,
-            )
-        assert answer.status_code == 201, answer.text
-        self.tokens[agent] = token
+            register_agent(client, identity, agent, org=org, slug=slug)
 
     def kill(self) -> None:
         """`kill -9` of the whole server: the supervisor and every worker."""
