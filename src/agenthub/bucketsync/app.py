@@ -7,6 +7,7 @@ scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -216,15 +217,20 @@ def _shared_state(
     )
 
 
-def idempotency_gate(settings: BucketSyncSettings, bus: RedisBus | None) -> RunningGate:
-    """Where a running Idempotency-Key is held: this process, or Redis for many workers."""
+def idempotency_gate(
+    settings: BucketSyncSettings, bus: RedisBus | None, recover: Callable[[], object]
+) -> RunningGate:
+    """Where a running Idempotency-Key is held: this process, or Redis for many workers
+    (where `recover` runs before a dead worker's key is taken over)."""
     if bus is None:
         return LocalGate()
     import redis
 
     from agenthub.bucketsync.scaleout.state import RedisGate
 
-    return RedisGate(redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix)
+    return RedisGate(
+        redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix, recover=recover
+    )
 
 
 def build_scoring(
@@ -273,21 +279,31 @@ def create_app(
         else None
     )
 
-    keys = BucketIdempotency(store, settings.audit_bucket, clock, idempotency_gate(settings, bus))
+    # A key held by a worker that died is released once recovery has recorded its answer.
+    gate = idempotency_gate(
+        settings, bus, recover=lambda: journal.recover(hub, gate, starting=False)
+    )
+    keys = BucketIdempotency(store, settings.audit_bucket, clock, gate)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Before serving only what a wrong answer depends on: the buckets, and the journal
+        # (no orphan inbox copy, every landed post's answer recorded and its key free).
         prepare_buckets(hub)
-        sweep_store(hub.store)
-        journal.recover(hub)
         if bus is not None:
-            bus.check()
+            bus.check()  # recovery's lock is in Redis: say first that the bus is down
+        journal.recover(hub, gate)
+        # Garbage collection can run beside the first requests (it leaves young files).
+        sweeper = threading.Thread(target=sweep_store, args=(hub.store,), name="sweep")
+        sweeper.start()
+        if bus is not None:
             await bus.start()
         if scoring is not None:
             scoring.start()
         try:
             yield
         finally:
+            sweeper.join()
             if scoring is not None:
                 scoring.shutdown()
             if bus is not None:
@@ -327,8 +343,16 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment,
-    and freezes what it built before serving, as `serve` does for one worker)."""
-    app = create_app(load_settings())
+    and freezes what it built before serving, as `serve` does for one worker). A worker
+    that cannot build its app exits with uvicorn's start-up failure code, so the
+    supervisor stops rather than respawning it forever."""
+    from uvicorn.config import STARTUP_FAILURE
+
+    try:
+        app = create_app(load_settings())
+    except Exception:
+        log.exception("bucket-sync worker could not build its app")
+        raise SystemExit(STARTUP_FAILURE) from None
     freeze_startup_objects()
     return app
 
