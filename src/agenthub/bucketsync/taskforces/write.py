@@ -72,15 +72,7 @@ def marker(agent_id: str) -> re.Pattern[str]:
 
 
 def validate_name(name: str) -> str:
-    if not naming.AGENT_ID_RE.match(name):
-        lowered = name.lower()
-        hint = (
-            f"taskforce names are lowercase: use {lowered!r}"
-            if naming.AGENT_ID_RE.match(lowered)
-            else "1-40 of a-z, 0-9 and inner hyphens, e.g. 'kernel-research'"
-        )
-        raise InvalidPath(f"{name!r} is not a valid taskforce name", hint=hint)
-    return name
+    return naming.validate_room_name(name, kind="taskforce", example="kernel-research")
 
 
 def _index(entries: dict[str, FileEntry]) -> dict[str, Taskforce]:
