@@ -42,7 +42,7 @@ from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
-from agenthub.bucketsync.storage.base import BucketStore
+from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 from agenthub.heap import freeze_startup_objects
@@ -296,7 +296,9 @@ def create_app(
             if hub.longpoll is not None:
                 hub.longpoll.registry.presence_map.close()
 
-    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
+    app = FastAPI(
+        title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
@@ -346,20 +348,29 @@ def sweep_store(store: BucketStore) -> None:
             )
 
 
+def _created_by_service_or_admin(hub: Hub, info: BucketInfo) -> bool:
+    if info.creator == SERVICE_USER:
+        return True
+    org = info.id.split("/", 1)[0]
+    return info.creator is not None and hub.identity.org_role(org, info.creator) == "admin"
+
+
 def prepare_buckets(hub: Hub) -> None:
     """Local mode creates the central and audit buckets (the service owns them); on HF the
-    bootstrap creates them and a missing one is reported, not created."""
+    bootstrap creates them and a missing one is reported, not created. A local bucket an
+    org admin created first (`agenthub buckets create`, as on the Hub) is accepted."""
     for bucket, private in (
         (hub.settings.central_bucket, False),
         (hub.settings.audit_bucket, True),
     ):
         info = hub.store.info(bucket)
         if info is not None:
-            if hub.settings.storage == "local" and info.creator != SERVICE_USER:
+            if hub.settings.storage == "local" and not _created_by_service_or_admin(hub, info):
                 # Whoever created it could write the "central record" themselves.
                 raise SettingsError(
-                    f"bucket {bucket} exists but was created by {info.creator!r}, not by "
-                    "bucket-sync; choose another CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
+                    f"bucket {bucket} exists but was created by {info.creator!r}, neither "
+                    "bucket-sync nor an admin of its org; choose another "
+                    "CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
                 )
             continue
         if hub.settings.storage == "local":

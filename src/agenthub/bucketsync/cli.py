@@ -133,13 +133,53 @@ def users_add(
     """Create a user in the org and print the new token alone on stdout (an existing
     name is refused unless --rotate)."""
     from agenthub.bucketsync.identity.local import add_user
-    from agenthub.bucketsync.settings import OfflineSettings
 
-    data_dir = OfflineSettings().data_dir
-    token = add_user(data_dir / "users.json", name, role=role, email=email, rotate=rotate)
+    path = users_file()
+    token = add_user(path, name, role=role, email=email, rotate=rotate)
     if rotate:
         typer.echo(f"{name}: new token issued; the old token is revoked", err=True)
+    typer.echo(f"{name} ({role}) is in {path}", err=True)
     sys.stdout.write(token + "\n")
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """Print each user: name, role, email (tokens are never stored, only their digests)."""
+    from agenthub.bucketsync.identity.local import list_users
+
+    path = users_file()
+    users = list_users(path)
+    for name, record in users.items():
+        typer.echo(f"{name}\t{record['role'] or '(revoked)'}\t{record['email'] or ''}")
+    typer.echo(f"{len(users)} users in {path}", err=True)
+
+
+@users_app.command("remove")
+def users_remove(name: str = typer.Argument(..., help="The user to delete.")) -> None:
+    """Delete a user: its token stops working at its next request."""
+    from agenthub.bucketsync.identity.local import remove_user
+
+    path = users_file()
+    remove_user(path, name)
+    typer.echo(f"{name} removed from {path}; its token no longer works", err=True)
+
+
+def users_file() -> Path:
+    """The identity store `serve` reads: BUCKETSYNC_DATA_DIR/users.json. Without the
+    variable the default ./var/bucketsync must exist here, so a command run from another
+    directory does not start a second, unseen store."""
+    import os
+
+    from agenthub.bucketsync.settings import OfflineSettings
+
+    data_dir = OfflineSettings().data_dir.resolve()
+    if "BUCKETSYNC_DATA_DIR" not in {key.upper() for key in os.environ} and not data_dir.is_dir():
+        raise CliError(
+            f"no bucket-sync data directory at {data_dir}",
+            hint="run this in the directory where `agenthub up` or `agenthub challenge init` "
+            "ran (it holds var/bucketsync), or set BUCKETSYNC_DATA_DIR to the server's",
+        )
+    return data_dir / "users.json"
 
 
 @app.command("backfill-inbox")
@@ -180,8 +220,8 @@ def mcp() -> None:
 
 @app.command()
 def unread(
-    url: str = typer.Option(..., "--url", help="bucket-sync's base URL"),
-    agent: str = typer.Option(..., "--agent", help="your agent id"),
+    url: str = typer.Option(..., "--url", envvar="BUCKETSYNC_URL", help="bucket-sync's base URL"),
+    agent: str = typer.Option(..., "--agent", envvar="AGENT_ID", help="your agent id"),
 ) -> None:
     """Print "N unread for you (mentions: k)": the harness hook GET /v1/setup configures.
     Counts only (never a message body), after your watcher's cursor; moves nothing."""
@@ -190,7 +230,9 @@ def unread(
     try:
         typer.echo(unread_line(*unread_counts(url, agent)))
     except UnreadError as exc:
-        raise CliError(str(exc), hint="check --url, and that the server is up") from exc
+        raise CliError(
+            str(exc), hint="check --url (or BUCKETSYNC_URL), and that the server is up"
+        ) from exc
 
 
 verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")

@@ -72,6 +72,10 @@ def _needs_bucket(what: str) -> None:
         raise NotCached(what)
 
 
+# For a read of the bucket outside the caches (a registration miss, `core.access`).
+needs_bucket = _needs_bucket
+
+
 @dataclass(frozen=True)
 class Record:
     path: str
