@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import scoring as scoring_routes
+from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -327,6 +328,7 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
     app.include_router(coordination.router)
+    app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
     if settings.storage == "local":

@@ -31,13 +31,15 @@ def register(
     force: bool,
     caller_info: CallerInfo,
 ) -> dict[str, Any]:
-    caller = bearer_caller(hub, authorization)
+    # The id before the token, as agent-collabs does: a reserved or malformed id is 400
+    # whoever asks.
     naming.validate_agent_id(agent_id, for_registration=True)
     if agent_id == hub.settings.verifier_agent:
         raise InvalidPath(
             f"agent_id {agent_id!r} is reserved for the verifier's board posts",
             hint="pick another agent_id",
         )
+    caller = bearer_caller(hub, authorization)
     bucket = hub.check_agent_bucket(agent_id)
     hub.limiters.registration.acquire(agent_id)
     info = hub.store.info(bucket)
