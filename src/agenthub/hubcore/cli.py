@@ -278,6 +278,7 @@ def follow(
     from agenthub.hubcore.app import follow_options
     from agenthub.hubcore.feedclient import HttpFeedSource
     from agenthub.hubcore.follower import Follower
+    from agenthub.hubcore.followlock import AnotherFollower, sole_follower
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()
@@ -285,6 +286,8 @@ def follow(
     if not url:
         raise CliError("give --statehub-url or set HUBCORE_STATEHUB_URL")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # The follower's own INFO lines are the log; Alembic's "Context impl" lines are noise.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     engine = make_engine(settings.database_url)
 
     async def main() -> str:
@@ -301,9 +304,12 @@ def follow(
             await source.aclose()
 
     try:
-        migrations.upgrade(engine)
-        typer.echo(f"following {url} into {settings.database_url}")
-        typer.echo(asyncio.run(main()))
+        with sole_follower(engine):
+            migrations.upgrade(engine)
+            typer.echo(f"following {url} into {settings.database_url}")
+            typer.echo(asyncio.run(main()))
+    except AnotherFollower as exc:
+        raise CliError(str(exc), hint=exc.hint) from None
     except KeyboardInterrupt:
         typer.echo("stopped")
     finally:
