@@ -53,6 +53,16 @@ class InvalidRequest(BucketSyncError):
     code = "INVALID_REQUEST"
 
 
+class MethodNotAllowed(BucketSyncError):
+    """A route exists at the path for another method (`allow` names it)."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, message: str, *, hint: str | None = None, allow: str) -> None:
+        super().__init__(message, hint=hint)
+        self.allow = allow
+
+
 class BodyOrSourceRequired(BucketSyncError):
     code = "BODY_OR_SOURCE_REQUIRED"
 
