@@ -40,7 +40,12 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.settings import (
+    BucketSyncSettings,
+    OfflineSettings,
+    SettingsError,
+    load_settings,
+)
 from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
@@ -62,10 +67,14 @@ def local_store(data_dir: Path) -> BucketStore:
     return LocalBucketStore(data_dir)
 
 
-def hf_store(token: str | None) -> BucketStore:
+def hf_store(settings: OfflineSettings) -> BucketStore:
     from agenthub.bucketsync.storage.hf import HfBucketStore
 
-    return HfBucketStore(token=token)
+    return HfBucketStore(
+        token=settings.hf_token_value(),
+        endpoint=settings.hf_endpoint,
+        deadline_s=settings.hub_call_deadline_s,
+    )
 
 
 def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
@@ -81,8 +90,12 @@ def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identit
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
-        token = settings.hf_token_value()
-        return hf_store(token), HfIdentity(admin_token=token)
+        identity = HfIdentity(
+            admin_token=settings.hf_token_value(),
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
+        return hf_store(settings), identity
     return local_adapters(settings)
 
 
@@ -91,7 +104,12 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.runners.hf import HfJobRunner
 
-        return HfJobRunner(token=settings.hf_token_value(), namespace=settings.jobs_namespace)
+        return HfJobRunner(
+            token=settings.hf_token_value(),
+            namespace=settings.jobs_namespace,
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
     return LocalJobRunner(settings.data_dir)
