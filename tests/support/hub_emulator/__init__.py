@@ -15,6 +15,8 @@ Start one, point the client at it, arrange state, inject faults, read the counts
         with hub.refusing("cas"):                      # only the Xet storage host is down
             ...
         hub.counts()            # Counter by route name, e.g. {"batch": 2, "paths_info": 1}
+        hub.requests            # every RequestRecord (route, method, path, body, token)
+        hub.batch_operations("acme/main")   # the NDJSON operations of each batch
         hub.api_requests()      # what the Hub's rate limiter would count (kind "api")
         hub.reset_counts()
 
@@ -42,8 +44,10 @@ sends or receives crosses a real socket.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tests.support.hub_emulator import accounts, buckets, jobs
 from tests.support.hub_emulator.accounts import AccountState
@@ -70,7 +74,7 @@ class HubEmulator:
         self.table = RouteTable()
         self.buckets = BucketState(page_size=page_size)
         self.accounts = AccountState(page_size=page_size)
-        self.jobs = JobState()
+        self.jobs = JobState(self.buckets)
         self._server = HttpServer(self.table, hang_max_s=hang_max_s)
         buckets.install(
             self.table,
@@ -140,6 +144,14 @@ class HubEmulator:
     @property
     def requests(self) -> list[RequestRecord]:
         return self._server.log.records
+
+    def batch_operations(self, bucket_id: str) -> list[list[dict[str, Any]]]:
+        """The NDJSON operations of each batch request `bucket_id` received, in order."""
+        return [
+            [json.loads(line) for line in record.body.splitlines() if line.strip()]
+            for record in self.requests
+            if record.route == "batch" and record.path == f"/api/buckets/{bucket_id}/batch"
+        ]
 
     def reset_counts(self) -> None:
         self._server.log.clear()

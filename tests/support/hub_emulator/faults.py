@@ -91,6 +91,8 @@ class RequestRecord:
     method: str
     path: str
     fault: FaultKind | None
+    body: bytes = b""
+    token: str | None = None
 
 
 class RequestLog:

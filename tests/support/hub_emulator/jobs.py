@@ -1,5 +1,11 @@
-"""HF Jobs on the emulator: run, inspect, logs (server-sent events) and cancel. A job
-stays `RUNNING` until the test ends it with `JobState.finish`."""
+"""HF Jobs on the emulator: run, inspect, logs (server-sent events) and cancel.
+
+A job is `SCHEDULING` when launched and `RUNNING` from its first inspection on, until the
+test plays the container: `complete(job_id, summary)` writes `summary.json` into the job's
+`/state` volume the way a harness would, and fails the job with the platform's "init
+container exhausted retries" when a mounted bucket prefix is missing or empty (a bucket
+folder cannot be empty; hf-api-facts.md §2). `finish` sets any stage directly.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +15,46 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support.hub_emulator.buckets import BucketState
 from tests.support.hub_emulator.wire import HubError, HubRequest, HubResponse, RouteTable
 
 JOB = r"/api/jobs/(?P<ns>[^/]+)/(?P<job>[0-9a-f]+)"
 
 
 class JobState:
-    def __init__(self) -> None:
+    def __init__(self, buckets: BucketState) -> None:
+        self.buckets = buckets
         self.jobs: dict[str, dict[str, Any]] = {}  # id -> the JobInfo JSON
         self.logs: dict[str, list[str]] = {}
+        self.tokens: dict[str, str | None] = {}  # id -> the bearer that launched it
         self._ids = itertools.count(1)
+
+    @property
+    def ids(self) -> list[str]:
+        """Job ids in launch order."""
+        return list(self.jobs)
+
+    def stage(self, job_id: str) -> str:
+        return str(self.jobs[job_id]["status"]["stage"])
+
+    def volumes(self, job_id: str) -> dict[str, dict[str, Any]]:
+        """The job's volumes by mount path."""
+        return {v["mountPath"]: v for v in self.jobs[job_id]["volumes"]}
+
+    def complete(self, job_id: str, summary: dict[str, Any]) -> None:
+        """Run the container: write `summary` to /state, log it, end COMPLETED."""
+        for volume in self.jobs[job_id]["volumes"]:
+            prefix = volume.get("path") or ""
+            with self.buckets.lock:
+                bucket = self.buckets.buckets.get(volume["source"])
+                paths = list(bucket.files) if bucket else []
+            if not any(p == prefix or p.startswith(prefix + "/") for p in paths):
+                self.finish(job_id, "ERROR", "init container exhausted retries")
+                return
+        state = self.volumes(job_id)["/state"]
+        path = f"{state['path']}/summary.json" if state.get("path") else "summary.json"
+        self.buckets.put(state["source"], path, json.dumps(summary).encode())
+        self.finish(job_id, "COMPLETED", None, "scoring…", json.dumps(summary))
 
     def finish(
         self, job_id: str, stage: str = "COMPLETED", message: str | None = None, *logs: str
@@ -51,15 +87,19 @@ def install(table: RouteTable, state: JobState) -> None:
             "labels": body.get("labels", {}),
             "volumes": body.get("volumes", []),
             "timeoutSeconds": body.get("timeoutSeconds"),
-            "status": {"stage": "RUNNING", "message": None},
+            "status": {"stage": "SCHEDULING", "message": None},
             "owner": {"id": namespace, "name": namespace, "type": "org"},
         }
         state.logs[job_id] = ["===== Job started ====="]
+        state.tokens[job_id] = request.token
         return HubResponse.json(state.jobs[job_id])
 
     @table.add("job_inspect", "GET", JOB)
     def inspect(request: HubRequest) -> HubResponse:
-        return HubResponse.json(state.job(request.params["ns"], request.params["job"]))
+        job = state.job(request.params["ns"], request.params["job"])
+        if job["status"]["stage"] == "SCHEDULING":
+            job["status"] = {"stage": "RUNNING", "message": None}
+        return HubResponse.json(job)
 
     @table.add("job_logs", "GET", JOB + r"/logs")
     def logs(request: HubRequest) -> HubResponse:
