@@ -342,7 +342,8 @@ def _feed(
                 return
         elif since_arg:
             when = datetime.fromisoformat(since_arg.replace("Z", "+00:00")).timestamp()
-            after = max((seq for seq, at, _ in bucket.events if at <= when), default=0)
+            # `updatedAt` went through a microsecond ISO string: compare at that precision.
+            after = max((seq for seq, at, _ in bucket.events if at <= when + 1e-6), default=0)
         else:
             after = state._seq
     ready_sent = False
