@@ -196,3 +196,32 @@ def test_a_served_bucket_sync_on_the_emulator_posts_then_answers_503_when_refuse
         assert refused.status_code == 503, refused.text
         assert refused.headers["Retry-After"] == "5"
         assert refused.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
+
+
+def test_a_hub_call_under_a_lease_ends_with_the_lease(
+    hub: HubEmulator, store: HfBucketStore
+) -> None:
+    from agenthub.bucketsync.deadlines import within
+
+    hub.inject("*", Fault.hang())
+    started = time.monotonic()
+    with within(0.5), pytest.raises(StorageUnavailable):
+        store.info(B)  # the store's own deadline is 3 s
+    assert time.monotonic() - started < 1.5
+    hub.clear_faults()
+    with within(0.0), pytest.raises(StorageUnavailable, match="lease"):
+        store.info(B)
+    assert hub.count("bucket_info") == 1  # the second call was never sent
+
+
+def test_a_leased_lock_bounds_the_hub_calls_made_while_it_is_held(
+    hub: HubEmulator, store: HfBucketStore
+) -> None:
+    from agenthub.bucketsync.core.locks import Leased, LocalLocks
+
+    locks = Leased(LocalLocks(), lease_s=1.5, margin_s=1.0)  # 0.5 s for Hub calls
+    hub.inject("*", Fault.hang())
+    started = time.monotonic()
+    with locks.hold("quota"), pytest.raises(StorageUnavailable):
+        store.info(B)
+    assert time.monotonic() - started < 1.5

@@ -25,7 +25,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
-from agenthub.bucketsync.core.locks import LocalLocks, Locks
+from agenthub.bucketsync.core.locks import Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVICE_USER = "bucket-sync"
+LOCK_LEASE_S = 120.0  # a crashed worker's Redis lock frees itself after this
 
 
 # -- adapters ---------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def _shared_state(
         Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
         RedisDedup(client, prefix),
         StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
-        RedisLocks(client, prefix),
+        Leased(RedisLocks(client, prefix, lease_s=LOCK_LEASE_S), lease_s=LOCK_LEASE_S),
     )
 
 

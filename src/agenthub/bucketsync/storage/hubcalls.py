@@ -16,6 +16,9 @@ hf_xet moves file content outside httpx2; its session is created here with one a
 timeouts equal to the deadline (`bound_xet_session`), and its errors (`OSError`,
 `RuntimeError`) are translated like the rest.
 
+A call inside `deadlines.within(lease)` (a lock or key held with a lease) gets the lesser
+of its deadline and what is left of the lease, and is not sent once the lease is over.
+
 Failure → error, and what a write's client is told:
 
     connection refused/connect timeout, a 429     StorageUnavailable: not applied
@@ -38,6 +41,7 @@ from typing import Any, TypeVar
 import httpx2
 from huggingface_hub.errors import HfHubHTTPError
 
+from agenthub.bucketsync import deadlines
 from agenthub.bucketsync.errors import StorageUnavailable, WriteOutcomeUnknown
 
 T = TypeVar("T")
@@ -175,7 +179,16 @@ class HubCalls:
         self.deadline_s = deadline_s
 
     def run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
-        call = _Call(deadline=time.monotonic() + self.deadline_s, write=write)
+        budget = self.deadline_s
+        outer = deadlines.remaining()  # a lease held around this call (deadlines.within)
+        if outer is not None:
+            if outer <= 0:
+                raise StorageUnavailable(
+                    f"{what}: the lease this request holds ran out; nothing was sent",
+                    hint=RETRY_HINT,
+                )
+            budget = min(budget, outer)
+        call = _Call(deadline=time.monotonic() + budget, write=write)
         token = _CURRENT.set(call)
         try:
             return fn()
