@@ -225,3 +225,25 @@ def test_a_leased_lock_bounds_the_hub_calls_made_while_it_is_held(
     with locks.hold("quota"), pytest.raises(StorageUnavailable):
         store.info(B)
     assert time.monotonic() - started < 1.5
+
+
+def test_an_unexpected_failure_during_a_write_does_not_claim_it_was_not_applied(
+    hub: HubEmulator, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _register(hub, client, "a1", "alice", "t1")
+    store = client.app.state.hub.store  # type: ignore[attr-defined]
+    landed = store.write_batch
+
+    def lands_then_breaks(bucket: str, batch: Batch) -> None:
+        landed(bucket, batch)
+        raise RuntimeError("a bug after the write")
+
+    monkeypatch.setattr(store, "write_batch", lands_then_breaks)
+    unsafe = TestClient(client.app, raise_server_exceptions=False)
+    hub.reset_counts()
+    response = unsafe.post("/v1/messages", json={"agent_id": "a1", "body": "hello"})
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert "not applied" not in error["message"] and "may have been applied" in error["message"]
+    assert error["hint"] == "retry with the same Idempotency-Key"
+    assert hub.count("batch") >= 1  # a write had landed before the failure
