@@ -103,6 +103,24 @@ def test_a_write_reset_after_it_landed_says_it_may_have_been_applied(
     assert hub.files(B)["x/a.md"] == b"x"  # it had landed
 
 
+@pytest.mark.parametrize(
+    ("fault", "told"),
+    [
+        (Fault.status(403), "nothing was applied"),
+        (Fault.rate_limited(30), "nothing was applied"),
+        (Fault.status(502), "may have been applied"),
+        (Fault.hang(), "may have been applied"),
+    ],
+)
+def test_a_failed_write_says_what_its_answer_means(
+    hub: HubEmulator, store: HfBucketStore, fault: Fault, told: str
+) -> None:
+    hub.inject("batch", fault)
+    with pytest.raises(StorageUnavailable) as caught:
+        store.write_batch(B, Batch(adds=[("x/a.md", b"x")]))
+    assert told in caught.value.message
+
+
 def test_a_write_refused_before_sending_says_nothing_was_applied(
     hub: HubEmulator, store: HfBucketStore
 ) -> None:

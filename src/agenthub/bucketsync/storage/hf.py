@@ -130,22 +130,23 @@ class HfBucketStore:
             return {}
 
         def fetch() -> dict[str, bytes]:
+            try:
+                # Asking paths-info here (what download_bucket_files would ask) leaves the
+                # absent paths out without its per-file "not found" warnings.
+                found = list(self._api.get_bucket_paths_info(bucket, paths, token=self._token))
+            except BucketNotFoundError:
+                return {}
             with tempfile.TemporaryDirectory(prefix="bucketsync-") as tmp:
                 targets = {
-                    path: Path(tmp) / hashlib.sha256(path.encode()).hexdigest() for path in paths
+                    info.path: Path(tmp) / hashlib.sha256(info.path.encode()).hexdigest()
+                    for info in found
                 }
-                try:
-                    self._api.download_bucket_files(
-                        bucket,
-                        [(path, str(target)) for path, target in targets.items()],
-                        raise_on_missing_files=False,
-                        token=self._token,
-                    )
-                except BucketNotFoundError:
-                    return {}
-                return {
-                    path: target.read_bytes() for path, target in targets.items() if target.exists()
-                }
+                self._api.download_bucket_files(
+                    bucket,
+                    [(info, str(targets[info.path])) for info in found],
+                    token=self._token,
+                )
+                return {path: target.read_bytes() for path, target in targets.items()}
 
         return self._call(f"download {len(paths)} files from {bucket}", fetch)
 

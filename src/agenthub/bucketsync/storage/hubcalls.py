@@ -23,6 +23,7 @@ Failure → error, and what a write's client is told:
 
     connection refused/connect timeout, a 429     StorageUnavailable: not applied
     Xet upload failed (before /batch was sent)    StorageUnavailable: not applied
+    any other 4xx (a refusal)                     StorageUnavailable: not applied
     reset/timeout/5xx after a write was sent      WriteOutcomeUnknown: may have been applied
     a 429's Retry-After                           passed on as `retry_after_s`
 """
@@ -200,7 +201,10 @@ class HubCalls:
             raise self._failed(what, f"the Hub did not answer ({exc})", call, exc.sent) from exc
         except HfHubHTTPError as exc:
             status = getattr(exc.response, "status_code", None)
-            raise self._failed(what, f"the Hub answered {status}: {exc}", call, True) from exc
+            # A 4xx is a refusal: the Hub did not apply the request.
+            refused = status is not None and 400 <= status < 500
+            text = f"the Hub answered {status}: {exc}"
+            raise self._failed(what, text, call, not refused) from exc
         except (httpx2.HTTPError, httpx2.StreamError, OSError, RuntimeError) as exc:
             # OSError and RuntimeError: hf_xet's transfer errors (and a local temp file).
             text = f"the transfer failed ({type(exc).__name__}: {exc})"
