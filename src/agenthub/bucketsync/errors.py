@@ -20,6 +20,7 @@ them into the uniform `{"error": {code, message, hint}}` body.
     ├── JobLaunchFailed                           the job platform refused the launch
     ├── StorageUnavailable                        the bucket backend failed; retryable
     │   ├── PartialWrite: a non-transactional batch applied all but `failed` paths
+    │   ├── WriteOutcomeUnknown: the write was sent but no answer came back
     │   └── OrganizerCheckUnavailable: the org role lookup failed (fail-closed)
     ├── QuotaBackendUnavailable                   the job-quota ledger failed; retryable
     ├── SignInFailed                              the dashboard's OAuth round trip failed
@@ -166,9 +167,21 @@ class RateLimited(BucketSyncError):
 
 
 class StorageUnavailable(BucketSyncError):
-    """The bucket backend failed; the request may be retried. Never a 500 or a false 404."""
+    """The bucket backend failed; the request may be retried. Never a 500 or a false 404.
+    `retry_after_s` passes on the backend's own `Retry-After` (a Hub 429), when it gave one."""
 
     code = "STORAGE_UNAVAILABLE"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
+
+
+class WriteOutcomeUnknown(StorageUnavailable):
+    """A write left for the backend and no answer came back (a reset, a timeout, a 5xx): it
+    may have been applied, so the client retries with the same Idempotency-Key."""
 
 
 class PartialWrite(StorageUnavailable):

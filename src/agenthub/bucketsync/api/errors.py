@@ -49,6 +49,7 @@ from agenthub.bucketsync.errors import (
     TaskforceNotFound,
     Unauthorized,
     UpstreamUnavailable,
+    WriteOutcomeUnknown,
 )
 from agenthub.httperrors import StatusTable, allowed_methods, install_error_handlers
 
@@ -88,6 +89,7 @@ STATUS: StatusTable[BucketSyncError] = {
     UpstreamUnavailable: 502,
     StorageUnavailable: 503,
     PartialWrite: 503,
+    WriteOutcomeUnknown: 503,
     OrganizerCheckUnavailable: 503,
     QuotaBackendUnavailable: 503,
 }
@@ -142,7 +144,8 @@ def retry_after(exc: BucketSyncError) -> dict[str, str]:
     if isinstance(exc, RateLimited):
         return {"Retry-After": str(max(1, whole_seconds(exc.retry_after_s)))}
     if isinstance(exc, StorageUnavailable):
-        return {"Retry-After": "5"}
+        wait = exc.retry_after_s if exc.retry_after_s is not None else 5
+        return {"Retry-After": str(max(1, whole_seconds(wait)))}
     if isinstance(exc, QuotaBackendUnavailable):
         return {"Retry-After": "30"}
     return {}
@@ -174,9 +177,17 @@ def install(app: FastAPI) -> None:
             headers["Allow"] = allowed_methods(request)
         return error_response(exc.status_code, code, str(exc.detail), hint, headers)
 
-    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        return error_response(500, "INTERNAL", "internal error; the request was not applied")
+        # Nothing says where the failure struck: a write may have landed before it.
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return error_response(500, "INTERNAL", "internal error; nothing was changed")
+        return error_response(
+            500,
+            "INTERNAL",
+            "internal error; the request may have been applied",
+            "retry with the same Idempotency-Key",
+        )
 
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(StarletteHTTPException, http)

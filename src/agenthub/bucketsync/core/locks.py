@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
+from agenthub.bucketsync.deadlines import within
 from agenthub.bucketsync.errors import StorageUnavailable
 
 
@@ -42,3 +43,18 @@ class LocalLocks:
             yield
         finally:
             lock.release()
+
+
+class Leased:
+    """`inner` locks whose lease (`lease_s`) bounds every backend call made while one is
+    held (`deadlines.within`): a Hub call cannot still run after the lease let the next
+    holder in. `margin_s` leaves time to write what the holder computed."""
+
+    def __init__(self, inner: Locks, *, lease_s: float, margin_s: float = 10.0) -> None:
+        self._inner = inner
+        self._budget_s = max(1.0, lease_s - margin_s)
+
+    @contextmanager
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
+        with self._inner.hold(name, wait_s=wait_s), within(self._budget_s):
+            yield
