@@ -20,7 +20,7 @@ Start one, point the client at it, arrange state, inject faults, read the counts
         hub.api_requests()      # what the Hub's rate limiter would count (kind "api")
         hub.reset_counts()
 
-Routes (name → wire), in `buckets.py`, `accounts.py`, `jobs.py`:
+Routes (name → wire), in `buckets.py`, `accounts.py`, `jobs.py`, `spaces.py`:
   bucket_create POST /api/buckets/{ns}/{name}      bucket_info GET /api/buckets/{id}
   tree GET /api/buckets/{id}/tree[/{prefix}] (Link pagination, `buckets.page_size`)
   paths_info POST …/paths-info    batch POST …/batch (NDJSON; `buckets.fail_paths` fails
@@ -31,6 +31,10 @@ Routes (name → wire), in `buckets.py`, `accounts.py`, `jobs.py`:
   job_run POST /api/jobs/{ns}     job_inspect GET /api/jobs/{ns}/{id}   job_logs …/logs
   job_cancel POST …/cancel        agent_harnesses GET /api/agent-harnesses
   cas_put / cas_get PUT/GET /xet/{hash} on the CAS listener (kind "cas")
+  Spaces (`spaces.py`, state in `hub.spaces`): repo_create POST /api/repos/create
+  space_info GET /api/spaces/{id}   space_tree GET …/tree/{rev}   space_preupload POST
+  …/preupload/{rev}   space_commit POST …/commit/{rev} (NDJSON)   validate_yaml POST
+  /api/validate-yaml   space_{secrets,variables}_{get,add,delete} GET/POST/DELETE …/{kind}
 
 Extending: register more routes on `hub.table` (see `wire.RouteTable.add`), keep their
 state in a new module beside these, and add a policy (`hub.add_policy`) for behaviour that
@@ -49,12 +53,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tests.support.hub_emulator import accounts, buckets, jobs
+from tests.support.hub_emulator import accounts, buckets, jobs, spaces
 from tests.support.hub_emulator.accounts import AccountState
 from tests.support.hub_emulator.buckets import BucketState, xet_hash
 from tests.support.hub_emulator.faults import Fault, Injection, Policy, RequestRecord
 from tests.support.hub_emulator.jobs import JobState
 from tests.support.hub_emulator.server import HttpServer
+from tests.support.hub_emulator.spaces import SpaceState
 from tests.support.hub_emulator.wire import HubError, HubRequest, HubResponse, RouteTable
 from tests.support.hub_emulator.xet_bridge import xet_bridge
 
@@ -75,6 +80,7 @@ class HubEmulator:
         self.buckets = BucketState(page_size=page_size)
         self.accounts = AccountState(page_size=page_size)
         self.jobs = JobState(self.buckets)
+        self.spaces = SpaceState()
         self._server = HttpServer(self.table, hang_max_s=hang_max_s)
         buckets.install(
             self.table,
@@ -84,6 +90,7 @@ class HubEmulator:
         )
         accounts.install(self.table, self.accounts)
         jobs.install(self.table, self.jobs)
+        spaces.install(self.table, self.spaces)
 
     @property
     def url(self) -> str:
