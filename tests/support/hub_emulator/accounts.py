@@ -54,4 +54,6 @@ def install(table: RouteTable, state: AccountState) -> None:
 
     @table.add("agent_harnesses", "GET", r"/api/agent-harnesses")
     def harnesses(_request: HubRequest) -> HubResponse:
-        return HubResponse.json([])
+        # The registry's shape (`utils/_detect_agent.py::Registry`): a list here crashed
+        # every client whose HOME had no cached copy with AttributeError on `.get`.
+        return HubResponse.json({"standardEnvVars": [], "harnesses": {}})
