@@ -114,6 +114,17 @@ class Unfenced:
         return write()
 
 
+def _open(directory: Path, name: str, kind: str) -> int:
+    """Open (creating) `{directory}/{name}.{kind}`, the file a lock or fence is held on."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return os.open(directory / f"{lock_file_name(name)}.{kind}", os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        raise StorageUnavailable(
+            f"the {name} {kind} file cannot be opened: {exc}", hint="retry in a few seconds"
+        ) from exc
+
+
 def _flock(fd: int, deadline: float) -> bool:
     """Take an exclusive flock on `fd`, polling until `deadline` (monotonic)."""
     while True:
@@ -159,13 +170,7 @@ class LocalLocks:
     @contextmanager
     def _file_lock(self, name: str, deadline: float) -> Iterator[None]:
         assert self._directory is not None
-        try:
-            self._directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._directory / f"{lock_file_name(name)}.lock", os.O_RDWR | os.O_CREAT)
-        except OSError as exc:
-            raise StorageUnavailable(
-                f"the {name} lock file cannot be opened: {exc}", hint="retry in a few seconds"
-            ) from exc
+        fd = _open(self._directory, name, "lock")
         try:
             if not _flock(fd, deadline):
                 raise busy(name)
@@ -187,13 +192,7 @@ class FileFences:
     def admit(self, name: str, token: int) -> Iterator[None]:
         """Hold the fence of `name` for the block if `token` is not older than the newest
         token admitted (recording `token` as the newest); `StaleLease` otherwise."""
-        try:
-            self._directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._directory / f"{lock_file_name(name)}.fence", os.O_RDWR | os.O_CREAT)
-        except OSError as exc:
-            raise StorageUnavailable(
-                f"the {name} fence cannot be opened: {exc}", hint="retry in a few seconds"
-            ) from exc
+        fd = _open(self._directory, name, "fence")
         try:
             if not _flock(fd, time.monotonic() + self.WAIT_S):
                 raise busy(name)
