@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import scoring as scoring_routes
+from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -26,7 +27,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
-from agenthub.bucketsync.core.locks import FileFences, LocalLocks, Locks
+from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
@@ -41,7 +42,12 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.settings import (
+    BucketSyncSettings,
+    OfflineSettings,
+    SettingsError,
+    load_settings,
+)
 from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVICE_USER = "bucket-sync"
+LOCK_LEASE_S = 120.0  # a crashed worker's Redis lock frees itself after this
 
 
 # -- adapters ---------------------------------------------------------------------------
@@ -63,10 +70,14 @@ def local_store(data_dir: Path) -> BucketStore:
     return LocalBucketStore(data_dir)
 
 
-def hf_store(token: str | None) -> BucketStore:
+def hf_store(settings: OfflineSettings) -> BucketStore:
     from agenthub.bucketsync.storage.hf import HfBucketStore
 
-    return HfBucketStore(token=token)
+    return HfBucketStore(
+        token=settings.hf_token_value(),
+        endpoint=settings.hf_endpoint,
+        deadline_s=settings.hub_call_deadline_s,
+    )
 
 
 def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
@@ -82,8 +93,12 @@ def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identit
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
-        token = settings.hf_token_value()
-        return hf_store(token), HfIdentity(admin_token=token)
+        identity = HfIdentity(
+            admin_token=settings.hf_token_value(),
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
+        return hf_store(settings), identity
     return local_adapters(settings)
 
 
@@ -92,7 +107,12 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.runners.hf import HfJobRunner
 
-        return HfJobRunner(token=settings.hf_token_value(), namespace=settings.jobs_namespace)
+        return HfJobRunner(
+            token=settings.hf_token_value(),
+            namespace=settings.jobs_namespace,
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
     return LocalJobRunner(settings.data_dir)
@@ -213,7 +233,10 @@ def _shared_state(
         Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
         RedisDedup(client, prefix),
         StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
-        RedisLocks(client, prefix, fences=_fences(settings)),
+        Leased(
+            RedisLocks(client, prefix, lease_s=LOCK_LEASE_S, fences=_fences(settings)),
+            lease_s=LOCK_LEASE_S,
+        ),
     )
 
 
@@ -339,6 +362,7 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
     app.include_router(coordination.router)
+    app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
     if settings.storage == "local":

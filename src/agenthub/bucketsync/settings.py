@@ -31,6 +31,11 @@ class OfflineSettings(BaseSettings):
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
+    # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
+    hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
+    # Each Hub call's deadline: it answers 503 by then, whatever the Hub does (and stays
+    # well inside the 120 s lock leases held around store calls).
+    hub_call_deadline_s: float = Field(15.0, gt=0, le=60, alias="HUB_CALL_DEADLINE_S")
 
     def hf_token_value(self) -> str | None:
         """The HF token in clear, for the one adapter call that needs it."""

@@ -18,8 +18,9 @@ holder wrote:
   lock) and then, where the store is a directory on this machine, passes the token to the
   `FileFences` of that directory (below), which refuses a stale token atomically with the
   write. Without a file fence (the store is the Hub, which has no conditional write), the
-  guarantee is by bound: the renewal gives the holder a full lease, which is longer than a
-  Hub call's deadline, so the write ends before anyone else can hold the lock.
+  guarantee is by bound: `Leased` (how app.py wraps them) ends every Hub call made while
+  the lock is held before the lease does (`deadlines.within`), and the renewal before each
+  write proves the holder still owns the lock, so no write lands after another holder's.
 
 `FileFences` — why a token file, and why it is claimed at acquisition: a per-name file
 `{directory}/{name}.fence` holds the highest token admitted. A holder claims its token
@@ -45,6 +46,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from agenthub.bucketsync.deadlines import within
 from agenthub.bucketsync.errors import StorageUnavailable
 
 T = TypeVar("T")
@@ -206,3 +208,18 @@ class FileFences:
             yield
         finally:
             os.close(fd)
+
+
+class Leased:
+    """`inner` locks whose lease (`lease_s`) bounds every backend call made while one is
+    held (`deadlines.within`): a Hub call cannot still run after the lease let the next
+    holder in. `margin_s` leaves time to write what the holder computed."""
+
+    def __init__(self, inner: Locks, *, lease_s: float, margin_s: float = 10.0) -> None:
+        self._inner = inner
+        self._budget_s = max(1.0, lease_s - margin_s)
+
+    @contextmanager
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[Lease]:
+        with self._inner.hold(name, wait_s=wait_s) as lease, within(self._budget_s):
+            yield lease
