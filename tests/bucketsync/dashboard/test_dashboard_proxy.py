@@ -47,6 +47,8 @@ def test_bs_13_40_the_page_polls_every_30_s(world: World) -> None:
         "oauth_user": None,
         "title": None,
         "tagline": None,
+        "score_decimals": 4,  # the challenge's scoring.decimals
+        "moderation": True,  # served in-process: org admins moderate from the page
     }
 
 
