@@ -167,7 +167,7 @@ def test_dashboard_serve_proxies_to_any_bucket_sync_url(tmp_path: Path) -> None:
         with TestClient(create_dashboard_app(base)) as dash:
             assert dash.get("/dashboard").status_code == 200
             agents = dash.get("/dashboard/api/v1/agents").json()
-            assert agents["items"] == ["alpha"]
+            assert agents["items"] == ["alpha.md"]  # agent-collabs lists registration filenames
             inbox = dash.get("/dashboard/api/v1/inbox/alpha?wait=55")
             assert inbox.status_code == 200
         assert app.state.hub.longpoll.registry.counters.parks == 0
