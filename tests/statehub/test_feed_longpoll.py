@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,7 @@ from agenthub.statehub.models import AgentMessage
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake
+from tests.statehub.conftest import WITH_PGBOUNCER, direct_url, statehub_database
 from tests.support.databases import temporary_pg_database
 from tests.support.servers import live_server
 
@@ -32,9 +34,18 @@ def _message() -> dict[str, Any]:
     return {"from_agent": "a", "to_agent": "b", "subject": "s", "body": "b"}
 
 
+@pytest.fixture(params=WITH_PGBOUNCER)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Wakes through pgbouncer too: State Hub LISTENs on the direct URL beside it."""
+    return statehub_database(request, tmp_path)
+
+
 @pytest.fixture
 def hub(database_url: str) -> Iterator[str]:
-    app = create_app(StateHubSettings(database_url=database_url, instance_label="lp"))
+    settings = StateHubSettings(
+        database_url=database_url, instance_label="lp", listen_url=direct_url(database_url)
+    )
+    app = create_app(settings)
     with live_server(app) as base:
         yield base
 
