@@ -215,3 +215,13 @@ def test_only_pooled_connections_give_up_server_side_prepares(
     finally:
         direct.dispose()
         pooled.dispose()
+
+
+def test_the_pool_limits_are_the_settings(pooled_url: str) -> None:
+    settings = StateHubSettings(
+        database_url=pooled_url, instance_label="pgb", pool_size=3, pool_max_overflow=1
+    )
+    app = create_app(settings)
+    with live_server(app):
+        pool = app.state.db.engine.pool
+        assert (pool.size(), pool._max_overflow) == (3, 1)
