@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import Engine, insert
 
 from agenthub.clock import FrozenClock, SystemClock
 from agenthub.db import make_engine
@@ -50,6 +50,16 @@ def hub(database_url: str) -> Iterator[str]:
         yield base
 
 
+def outside_write(engine: Engine) -> None:
+    """A write State Hub's process never sees (psql, another worker)."""
+    with Database(engine).write() as session:
+        session.execute(
+            insert(AgentMessage),
+            [{**_message(), "id": uuid.uuid4(), "kind": "message",
+              "created_at": SystemClock().now()}],
+        )  # fmt: skip
+
+
 def _head(base: str) -> str:
     return str(httpx.get(f"{base}/messages/feed", params={"after": "v1:0"}).json()["high_water"])
 
@@ -81,16 +91,7 @@ def test_an_outside_write_wakes_a_parked_reader(hub: str, database_url: str) -> 
     """A write State Hub's process never sees (psql, another worker) still wakes."""
     head = _head(hub)
     engine = make_engine(database_url)
-
-    def outside_write() -> None:
-        with Database(engine).write() as session:
-            session.execute(
-                insert(AgentMessage),
-                [{**_message(), "id": uuid.uuid4(), "kind": "message",
-                  "created_at": SystemClock().now()}],
-            )  # fmt: skip
-
-    writer = _later(0.3, outside_write)
+    writer = _later(0.3, lambda: outside_write(engine))
     started = time.monotonic()
     page = httpx.get(f"{hub}/messages/feed", params={"after": head, "wait": 20}, timeout=30).json()
     writer.join()

@@ -8,14 +8,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, select
 
 from agenthub.clock import SystemClock
 from agenthub.db import make_engine
@@ -26,6 +24,7 @@ from agenthub.statehub.schemas import MessageCreate
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
 from tests.statehub.conftest import statehub_database
+from tests.statehub.test_feed_longpoll import outside_write
 from tests.support.servers import live_server
 
 WRITERS = 8
@@ -97,25 +96,11 @@ def test_the_same_load_through_pgbouncer_never_fails(pooled_url: str) -> None:
         engine.dispose()
 
 
-def _message() -> dict[str, Any]:
-    return {"from_agent": "a", "to_agent": "b", "subject": "s", "body": "b"}
-
-
-def _outside_write(engine: Engine) -> None:
-    """A write State Hub's process never sees (psql, another worker)."""
-    with Database(engine).write() as session:
-        session.execute(
-            insert(AgentMessage),
-            [{**_message(), "id": uuid.uuid4(), "kind": "message",
-              "created_at": SystemClock().now()}],
-        )  # fmt: skip
-
-
 def _parked_read_of_an_outside_write(base: str, outside: Engine) -> float:
     """Seconds a parked feed reader waits for a write committed by another process."""
     head = httpx.get(f"{base}/messages/feed", params={"after": "v1:0"}).json()["high_water"]
 
-    writer = threading.Timer(0.3, lambda: _outside_write(outside))
+    writer = threading.Timer(0.3, lambda: outside_write(outside))
     writer.start()
     started = time.monotonic()
     page = httpx.get(f"{base}/messages/feed", params={"after": head, "wait": 20}, timeout=30).json()
@@ -184,7 +169,7 @@ def test_without_listen_or_a_quick_poll_a_pooled_state_hub_sleeps_through_a_writ
     with live_server(create_app(settings)) as base:
         time.sleep(0.5)  # past the first poll probe
         head = httpx.get(f"{base}/messages/feed", params={"after": "v1:0"}).json()["high_water"]
-        writer = threading.Timer(0.3, lambda: _outside_write(outside))
+        writer = threading.Timer(0.3, lambda: outside_write(outside))
         writer.start()
         started = time.monotonic()
         httpx.get(f"{base}/messages/feed", params={"after": head, "wait": 3}, timeout=30)
