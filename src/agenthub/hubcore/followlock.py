@@ -5,8 +5,9 @@ instead of applying every page twice and fighting over the cursor.
 PostgreSQL: a transaction advisory lock in a transaction kept open on one connection
 (released when it ends or the connection closes, also when the process dies). Not a
 session lock: behind a transaction pooler (pgbouncer) a session lock stays on whichever
-server connection ran it, and the unlock may run on another, leaving it held forever;
-an open transaction keeps its server connection until it ends. SQLite file: an exclusive `flock` on `<database>.follow.lock`
+server connection ran it, which the pooler hands to other clients (where it is
+re-entrant) and the unlock may run on another; an open transaction keeps its server
+connection until it ends. SQLite file: an exclusive `flock` on `<database>.follow.lock`
 beside it (released by the kernel when the process dies). In-memory SQLite is private to
 its process and needs none."""
 
