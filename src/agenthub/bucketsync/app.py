@@ -27,7 +27,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
-from agenthub.bucketsync.core.locks import Leased, LocalLocks, Locks
+from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
@@ -160,7 +160,7 @@ def build_hub(
     limiters = Limiters.standard(clock)
     dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
     stamps = StampIssuer(clock)
-    locks: Locks = LocalLocks()
+    locks: Locks = LocalLocks(_lock_directory(settings))
     folder_listeners: list[Callable[[frozenset[str]], None]] = []
     presence: PresenceMap = NoPresenceMap()
     if bus is not None:
@@ -233,8 +233,23 @@ def _shared_state(
         Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
         RedisDedup(client, prefix),
         StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
-        Leased(RedisLocks(client, prefix, lease_s=LOCK_LEASE_S), lease_s=LOCK_LEASE_S),
+        Leased(
+            RedisLocks(client, prefix, lease_s=LOCK_LEASE_S, fences=_fences(settings)),
+            lease_s=LOCK_LEASE_S,
+        ),
     )
+
+
+def _lock_directory(settings: BucketSyncSettings) -> Path | None:
+    """Where the local store's lock and fence files live: beside its buckets, so every
+    process writing that directory sees them (a Hub store has none: Redis and the lease's
+    bound serialize its writers, see core.locks)."""
+    return settings.data_dir / "locks" if settings.storage == "local" else None
+
+
+def _fences(settings: BucketSyncSettings) -> FileFences | None:
+    directory = _lock_directory(settings)
+    return FileFences(directory) if directory is not None else None
 
 
 def idempotency_gate(

@@ -64,6 +64,8 @@ class BucketSyncSettings(OfflineSettings):
     sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
     score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
     score_unit: str = Field("", alias="SCORE_UNIT")
+    # Decimal places the dashboard shows every score with (0.7100 next to 1.0000).
+    score_decimals: int = Field(4, ge=0, le=12, alias="SCORE_DECIMALS")
     # The challenge's branding (challenge.yaml), shown in the dashboard's header.
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")

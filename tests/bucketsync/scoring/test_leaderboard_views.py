@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.core.locks import Unfenced
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.live import pareto
 from agenthub.bucketsync.live.boardview import COLUMNS
@@ -83,7 +84,7 @@ class Served:
         start = NOW - timedelta(hours=1)
         if not listed:
             row = LedgerRow(start, agent, f"user-{agent}", job, bucket, run)
-            ledger.save([*ledger.rows(), row])
+            ledger.save([*ledger.rows(), row], Unfenced("job-quota"))
         status: dict[str, Any] = {"job_id": job, "launched_at": start.isoformat()}
         status["finished_at"] = (
             (start + timedelta(minutes=minutes)).isoformat() if minutes is not None else None

@@ -17,8 +17,9 @@ set and record a verdict in `results/verification_status.json`.
 - Verdict and recording: `verdicts.py` (`verdict_for`, `VerdictBook`). A failed job leaves
   the result pending with no announcement; one the platform failed (`platform_error`) goes
   back to the head of the queue, up to `JOB_PLATFORM_RETRIES` times.
-- `reconcile()` finishes runs whose watcher never reported (a restart) and half-recorded
-  verdicts, through the same code; it is idempotent.
+- `reconcile()` finishes runs whose watcher never reported (a restart), half-recorded
+  verdicts, and verdicts the ledger records as written that the index shows as pending
+  (a lost index write), through the same code; it is idempotent.
 """
 
 from __future__ import annotations
@@ -365,9 +366,12 @@ class Verifier(VerdictBook):
 
     # -- offline healing --------------------------------------------------------------------
     def reconcile(self) -> ReconcileReport:
-        """Finish runs that ended without a recorded verdict (idempotent)."""
+        """Finish runs that ended without a recorded verdict, and put back into the index
+        every decided verdict it does not show (a lost write: the author was told the
+        verdict, the leaderboard shows `pending`). Idempotent."""
         report = ReconcileReport()
         audit = self.settings.audit_bucket
+        index = self.index_fresh()
         for entry in self.hub.store.list(audit, LEDGER_PREFIX):
             if not entry.path.endswith("/verdict.json"):
                 continue
@@ -394,8 +398,11 @@ class Verifier(VerdictBook):
                 self.decide(filename, job_state)
                 report.recorded += 1
             elif state == "decided" and not (
-                ledger.get("written") == ledger.get("verdict") and ledger.get("announced")
+                ledger.get("written") == ledger.get("verdict")
+                and ledger.get("announced")
+                and (index is None or index.get(filename, "pending") != "pending")
             ):
+                # `commit` re-reads the index under its lock: a human verdict still wins.
                 self.commit(filename, ledger)
                 report.healed += 1
             else:
