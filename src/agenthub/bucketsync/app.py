@@ -80,16 +80,38 @@ def hf_store(settings: OfflineSettings) -> BucketStore:
     )
 
 
+def local_identity(settings: BucketSyncSettings) -> UserAdmin:
+    """The token file in the data directory (which can also issue tokens)."""
+    return LocalIdentity(settings.data_dir / "users.json", org=settings.org)
+
+
 def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
-    """Local mode's store and token file (which can also issue tokens)."""
-    return (
-        local_store(settings.data_dir),
-        LocalIdentity(settings.data_dir / "users.json", org=settings.org),
+    """Local mode's store and token file."""
+    return local_store(settings.data_dir), local_identity(settings)
+
+
+def s3_store(settings: OfflineSettings) -> BucketStore:
+    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+
+    secret = settings.s3_secret_access_key
+    return S3BucketStore(
+        S3Config(
+            bucket=settings.s3_bucket,
+            prefix=settings.s3_prefix,
+            endpoint=settings.s3_endpoint,
+            region=settings.s3_region,
+            access_key_id=settings.s3_access_key_id,
+            secret_access_key=secret.get_secret_value() if secret is not None else None,
+            deadline_s=settings.s3_deadline_s,
+        )
     )
 
 
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
-    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects."""
+    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects. On s3 the
+    identity is still this host's token file (`users.json` in the data directory)."""
+    if settings.storage == "s3":
+        return s3_store(settings), local_identity(settings)
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
@@ -365,7 +387,7 @@ def create_app(
     app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
-    if settings.storage == "local":
+    if settings.serves_buckets:
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
     dashboard.install(
@@ -423,7 +445,7 @@ def prepare_buckets(hub: Hub) -> None:
     ):
         info = hub.store.info(bucket)
         if info is not None:
-            if hub.settings.storage == "local" and not _created_by_service_or_admin(hub, info):
+            if hub.settings.serves_buckets and not _created_by_service_or_admin(hub, info):
                 # Whoever created it could write the "central record" themselves.
                 raise SettingsError(
                     f"bucket {bucket} exists but was created by {info.creator!r}, neither "
@@ -431,7 +453,7 @@ def prepare_buckets(hub: Hub) -> None:
                     "CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
                 )
             continue
-        if hub.settings.storage == "local":
+        if hub.settings.serves_buckets:
             hub.store.create(bucket, creator=SERVICE_USER, private=private)
         else:
             log.error("bucket %s does not exist; writes to it will fail", bucket)

@@ -229,7 +229,7 @@ def describe(hub: Hub) -> dict[str, Any]:
     endpoints = (
         ENDPOINTS
         + (JOB_ENDPOINTS if s.jobs_enabled else [])
-        + (LOCAL_ENDPOINTS if s.storage == "local" else [])
+        + (LOCAL_ENDPOINTS if s.serves_buckets else [])
     )
     return {
         "service": "bucket-sync",

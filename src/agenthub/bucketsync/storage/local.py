@@ -8,11 +8,16 @@ An object whose last bucket file is replaced or deleted is removed with it (its 
 drops to 1: only `objects/` holds it); `sweep()` removes what a crash or an earlier version
 left behind — such objects, and `.tmp-{pid}-…` files of processes that are gone. `append`
 grows a file in place (the audit log), detached from its object first.
+
+`read_versioned`/`write_if` (the `ConditionalStore` capability) take an exclusive `flock`
+on `locks/{sha256(bucket/path)}` around the compare and the write, so processes sharing
+the data directory are serialized too; the version is the content's sha256.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -25,8 +30,15 @@ from datetime import datetime
 from pathlib import Path
 
 from agenthub import pids
-from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
-from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.storage.base import (
+    Batch,
+    BucketInfo,
+    FileEntry,
+    Versioned,
+    bucket_parts,
+    file_parts,
+)
 from agenthub.clock import Clock, SystemClock
 
 _META = "bucket.json"
@@ -39,14 +51,6 @@ _STRIPES = 64
 class SweepReport:
     objects_removed: int
     temps_removed: int
-
-
-def _bucket_parts(bucket: str) -> tuple[str, str]:
-    ns, _, name = bucket.partition("/")
-    for part in (ns, name):
-        if not part or part in (".", "..") or "/" in part or part.startswith("."):
-            raise InvalidPath(f"bucket id {bucket!r} must look like 'namespace/name'")
-    return ns, name
 
 
 def _make_parent(path: str) -> str:
@@ -97,15 +101,12 @@ class LocalBucketStore:
     def _bucket_dir(self, bucket: str) -> str:
         directory = self._bucket_dirs.get(bucket)
         if directory is None:
-            ns, name = _bucket_parts(bucket)
+            ns, name = bucket_parts(bucket)
             directory = self._bucket_dirs[bucket] = os.path.join(self._root, "buckets", ns, name)
         return directory
 
     def _file_path(self, bucket: str, path: str) -> str:
-        parts = path.split("/")
-        if any(p in ("", ".", "..") for p in parts) or path.startswith("/"):
-            raise InvalidPath(f"path {path!r} is not a plain relative path")
-        return os.path.join(self._bucket_dir(bucket), "files", *parts)
+        return os.path.join(self._bucket_dir(bucket), "files", *file_parts(path))
 
     def _require(self, bucket: str) -> None:
         """A write's check that its bucket exists (one stat, not a parse of its metadata)."""
@@ -234,6 +235,28 @@ class LocalBucketStore:
                 self._write(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
         except OSError as exc:
             raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
+
+    def read_versioned(self, bucket: str, path: str) -> Versioned | None:
+        data = self.read(bucket, path)
+        return None if data is None else Versioned(data, hashlib.sha256(data).hexdigest())
+
+    def write_if(self, bucket: str, path: str, data: bytes, *, version: str | None) -> str | None:
+        self._file_path(bucket, path)  # refuse a bad path before taking anything
+        key = hashlib.sha256(f"{bucket}/{path}".encode()).hexdigest()
+        lock_path = os.path.join(self._root, "locks", key[:2], key)
+        _make_parent(lock_path)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released with the descriptor
+            current = self.read_versioned(bucket, path)
+            if (None if current is None else current.version) != version:
+                return None
+            self.write_batch(bucket, Batch(adds=[(path, data)]))
+            return hashlib.sha256(data).hexdigest()
+        except OSError as exc:
+            raise StorageUnavailable(f"conditional write to {bucket}/{path} failed: {exc}") from exc
+        finally:
+            os.close(fd)
 
     def sweep(self, *, min_age_s: float = 60.0) -> SweepReport:
         """Remove objects no bucket file links to and temp files of dead processes, both
