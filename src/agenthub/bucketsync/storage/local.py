@@ -8,6 +8,12 @@ An object whose last bucket file is replaced or deleted is removed with it (its 
 drops to 1: only `objects/` holds it); `sweep()` removes what a crash or an earlier version
 left behind — such objects, and `.tmp-{pid}-…` files of processes that are gone. `append`
 grows a file in place (the audit log), detached from its object first.
+
+`upload` takes a file of any size in pieces: they go to a `.tmp-{pid}-up-…` file in the
+bucket's directory (outside `files/`, so listings never see it) and are hashed as they
+arrive; `commit` renames the temp file into `objects/` and links the path to it, like a
+batch add, so memory stays bounded by one piece. Hashing a file for a listing and copying
+on a filesystem without hard links read in pieces too; `stream` serves a file the same way.
 """
 
 from __future__ import annotations
@@ -17,22 +23,28 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from agenthub import pids
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.localupload import LocalUpload
 from agenthub.clock import Clock, SystemClock
 
 _META = "bucket.json"
 _TEMP_PID = re.compile(r"^\.tmp-(\d+)-")
 # Object removal and object reuse of the same hash take the same stripe.
 _STRIPES = 64
+# The piece size of hashing and copying: memory per operation, whatever the file's size.
+_PIECE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,22 @@ def _temp_beside(path: str) -> str:
 def _read(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def _hash_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while piece := handle.read(_PIECE):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def _pieces(handle: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+    try:
+        while piece := handle.read(chunk_size):
+            yield piece
+    finally:
+        handle.close()
 
 
 def _fsync_dir(path: str) -> None:
@@ -235,6 +263,60 @@ class LocalBucketStore:
         except OSError as exc:
             raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
 
+    def upload(self, bucket: str, path: str) -> LocalUpload:
+        """Start receiving `path` in pieces (`StreamingStore`)."""
+        self._require(bucket)
+        self._file_path(bucket, path)  # refuse a bad path before any byte is received
+        temp = os.path.join(self._bucket_dir(bucket), f".tmp-{os.getpid()}-up-{uuid.uuid4().hex}")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot receive {bucket}/{path}: {exc}") from exc
+        return LocalUpload(
+            f"{bucket}/{path}",
+            temp,
+            fd,
+            place=lambda content_hash: self._place_upload(bucket, path, temp, content_hash),
+            durable=self._durable,
+        )
+
+    def stream(self, bucket: str, path: str, *, chunk_size: int = _PIECE) -> Iterator[bytes] | None:
+        """A file's bytes in pieces, or None if absent (`StreamingStore`). The open handle
+        keeps reading the content it opened: a replacement is a rename, never a rewrite."""
+        try:
+            handle = open(self._file_path(bucket, path), "rb")  # noqa: SIM115 - closed by _pieces
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as exc:
+            raise StorageUnavailable(f"could not read {bucket}/{path}: {exc}") from exc
+        return _pieces(handle, chunk_size)
+
+    def _place_upload(self, bucket: str, dest: str, temp: str, content_hash: str) -> FileEntry:
+        """Move a received temp file into `objects/` (or drop it when the object exists) and
+        link `dest` to it, under the hash's stripe as a batch add is."""
+        dirty: set[str] = set()
+        try:
+            with self._stripe(content_hash):
+                target = self._object_path(content_hash)
+                if os.path.exists(target):
+                    os.unlink(temp)
+                else:
+                    parent = _make_parent(target)
+                    os.replace(temp, target)
+                    if self._durable:
+                        dirty.add(parent)
+                replaced = self._link_object(bucket, content_hash, dest, dirty)
+            self._release(replaced)
+            st = os.stat(self._file_path(bucket, dest))
+        except OSError as exc:
+            raise StorageUnavailable(f"write to {bucket}/{dest} failed: {exc}") from exc
+        finally:
+            for directory in dirty:
+                _fsync_dir(directory)
+        with self._hash_lock:
+            self._hashes[(st.st_ino, st.st_mtime_ns, st.st_size)] = content_hash
+        return FileEntry(path=dest, size=st.st_size, content_hash=content_hash)
+
     def sweep(self, *, min_age_s: float = 60.0) -> SweepReport:
         """Remove objects no bucket file links to and temp files of dead processes, both
         older than `min_age_s` (a live write stores its object a moment before linking it)."""
@@ -272,8 +354,7 @@ class LocalBucketStore:
         with self._hash_lock:
             content_hash = self._hashes.get(key)
         if content_hash is None:
-            with open(path, "rb") as handle:
-                content_hash = hashlib.sha256(handle.read()).hexdigest()
+            content_hash = _hash_file(path)
             with self._hash_lock:
                 self._hashes[key] = content_hash
         relative = path[len(os.fspath(base)) + 1 :].replace(os.sep, "/")
@@ -302,7 +383,7 @@ class LocalBucketStore:
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._hash_lock:
             known = self._hashes.get(key)
-        return known or hashlib.sha256(_read(target)).hexdigest()
+        return known or _hash_file(target)
 
     def _release(self, content_hash: str | None) -> None:
         if content_hash is None:
@@ -320,7 +401,7 @@ class LocalBucketStore:
         except FileNotFoundError:
             return
         if linked:
-            self._atomic_write(target, _read(target))
+            self._atomic_copy(target, target)
             self._release(last)
 
     def _walk(self, root: Path, *, temps_only: bool = False) -> Iterator[Path]:
@@ -370,7 +451,7 @@ class LocalBucketStore:
             os.link(source, tmp)
         except OSError:
             # Filesystems without hard links: fall back to a copied file.
-            self._atomic_write(target, _read(source))
+            self._atomic_copy(source, target)
             return None
         os.replace(tmp, target)
         if self._durable:
@@ -387,6 +468,24 @@ class LocalBucketStore:
                 os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _atomic_copy(self, source: str, target: str) -> None:
+        """`_atomic_write` of another file's content, read in pieces."""
+        parent = _make_parent(target)
+        tmp = _temp_beside(target)
+        try:
+            with open(source, "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, _PIECE)
+                if self._durable:
+                    dst.flush()
+                    os.fsync(dst.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        if self._durable:
+            _fsync_dir(parent)
 
     def _atomic_write(self, target: str, data: bytes) -> None:
         parent = _make_parent(target)
