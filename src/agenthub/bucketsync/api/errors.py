@@ -134,6 +134,8 @@ def render(exc: BucketSyncError, status: int) -> JSONResponse:
         extra = {"filename": exc.filename}
     elif isinstance(exc, BudgetTooSmall):
         extra = {"minimum_tokens": exc.minimum}
+    elif isinstance(exc, InvalidFrontmatter) and exc.problems:
+        extra = {"problems": exc.problems}
     return error_response(status, exc.code, exc.message, exc.hint, retry_after(exc), extra)
 
 
