@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import threading
 import time
 import uuid
@@ -31,11 +30,22 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
 
 from agenthub import pids
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.diskfiles import (
+    PIECE,
+    atomic_copy,
+    atomic_write,
+    fsync_dir,
+    hash_file,
+    make_parent,
+    pieces,
+    read_file,
+    temp_beside,
+    write_fd,
+)
 from agenthub.bucketsync.storage.localupload import LocalUpload
 from agenthub.clock import Clock, SystemClock
 
@@ -43,8 +53,6 @@ _META = "bucket.json"
 _TEMP_PID = re.compile(r"^\.tmp-(\d+)-")
 # Object removal and object reuse of the same hash take the same stripe.
 _STRIPES = 64
-# The piece size of hashing and copying: memory per operation, whatever the file's size.
-_PIECE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -59,49 +67,6 @@ def _bucket_parts(bucket: str) -> tuple[str, str]:
         if not part or part in (".", "..") or "/" in part or part.startswith("."):
             raise InvalidPath(f"bucket id {bucket!r} must look like 'namespace/name'")
     return ns, name
-
-
-def _make_parent(path: str) -> str:
-    """Create `path`'s directory if it is missing; returns it."""
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        os.makedirs(parent, exist_ok=True)
-    return parent
-
-
-def _temp_beside(path: str) -> str:
-    head, name = os.path.split(path)
-    return os.path.join(head, f".tmp-{os.getpid()}-{threading.get_ident()}-{name}")
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
-
-
-def _hash_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while piece := handle.read(_PIECE):
-            digest.update(piece)
-    return digest.hexdigest()
-
-
-def _pieces(handle: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    try:
-        while piece := handle.read(chunk_size):
-            yield piece
-    finally:
-        handle.close()
-
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class LocalBucketStore:
@@ -169,7 +134,9 @@ class LocalBucketStore:
             "private": private,
             "created_at": self._clock.now().isoformat(),
         }
-        self._atomic_write(os.path.join(directory, _META), json.dumps(meta).encode())
+        atomic_write(
+            os.path.join(directory, _META), json.dumps(meta).encode(), durable=self._durable
+        )
         info = self.info(bucket)
         assert info is not None
         return info
@@ -207,7 +174,7 @@ class LocalBucketStore:
 
     def read(self, bucket: str, path: str) -> bytes | None:
         try:
-            return _read(self._file_path(bucket, path))
+            return read_file(self._file_path(bucket, path))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
@@ -249,7 +216,7 @@ class LocalBucketStore:
             raise StorageUnavailable(f"write to {bucket} failed: {exc}") from exc
         finally:
             for directory in dirty:
-                _fsync_dir(directory)
+                fsync_dir(directory)
 
     def append(self, bucket: str, path: str, data: bytes) -> None:
         """Append in place: O(len(data)), however long the file already is."""
@@ -257,9 +224,13 @@ class LocalBucketStore:
         target = self._file_path(bucket, path)
         try:
             with self._append_lock:
-                _make_parent(target)
+                make_parent(target)
                 self._detach(target)
-                self._write(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
+                write_fd(
+                    os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+                    data,
+                    durable=self._durable,
+                )
         except OSError as exc:
             raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
 
@@ -280,16 +251,16 @@ class LocalBucketStore:
             durable=self._durable,
         )
 
-    def stream(self, bucket: str, path: str, *, chunk_size: int = _PIECE) -> Iterator[bytes] | None:
+    def stream(self, bucket: str, path: str, *, chunk_size: int = PIECE) -> Iterator[bytes] | None:
         """A file's bytes in pieces, or None if absent (`StreamingStore`). The open handle
         keeps reading the content it opened: a replacement is a rename, never a rewrite."""
         try:
-            handle = open(self._file_path(bucket, path), "rb")  # noqa: SIM115 - closed by _pieces
+            handle = open(self._file_path(bucket, path), "rb")  # noqa: SIM115 - closed by pieces()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
             raise StorageUnavailable(f"could not read {bucket}/{path}: {exc}") from exc
-        return _pieces(handle, chunk_size)
+        return pieces(handle, chunk_size)
 
     def _place_upload(self, bucket: str, dest: str, temp: str, content_hash: str) -> FileEntry:
         """Move a received temp file into `objects/` (or drop it when the object exists) and
@@ -301,7 +272,7 @@ class LocalBucketStore:
                 if os.path.exists(target):
                     os.unlink(temp)
                 else:
-                    parent = _make_parent(target)
+                    parent = make_parent(target)
                     os.replace(temp, target)
                     if self._durable:
                         dirty.add(parent)
@@ -312,7 +283,7 @@ class LocalBucketStore:
             raise StorageUnavailable(f"write to {bucket}/{dest} failed: {exc}") from exc
         finally:
             for directory in dirty:
-                _fsync_dir(directory)
+                fsync_dir(directory)
         with self._hash_lock:
             self._hashes[(st.st_ino, st.st_mtime_ns, st.st_size)] = content_hash
         return FileEntry(path=dest, size=st.st_size, content_hash=content_hash)
@@ -354,7 +325,7 @@ class LocalBucketStore:
         with self._hash_lock:
             content_hash = self._hashes.get(key)
         if content_hash is None:
-            content_hash = _hash_file(path)
+            content_hash = hash_file(path)
             with self._hash_lock:
                 self._hashes[key] = content_hash
         relative = path[len(os.fspath(base)) + 1 :].replace(os.sep, "/")
@@ -369,7 +340,7 @@ class LocalBucketStore:
     def _store_object(self, data: bytes, content_hash: str) -> None:
         target = self._object_path(content_hash)
         if not os.path.exists(target):
-            self._atomic_write(target, data)
+            atomic_write(target, data, durable=self._durable)
 
     def _last_reference(self, target: str) -> str | None:
         """The object hash of `target` if `target` is its only bucket file (link count 2:
@@ -383,7 +354,7 @@ class LocalBucketStore:
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._hash_lock:
             known = self._hashes.get(key)
-        return known or _hash_file(target)
+        return known or hash_file(target)
 
     def _release(self, content_hash: str | None) -> None:
         if content_hash is None:
@@ -401,7 +372,7 @@ class LocalBucketStore:
         except FileNotFoundError:
             return
         if linked:
-            self._atomic_copy(target, target)
+            atomic_copy(target, target, durable=self._durable)
             self._release(last)
 
     def _walk(self, root: Path, *, temps_only: bool = False) -> Iterator[Path]:
@@ -440,64 +411,20 @@ class LocalBucketStore:
         if not os.path.exists(source):
             raise StorageUnavailable(f"no object with hash {content_hash} to copy")
         target = self._file_path(bucket, dest)
-        parent = _make_parent(target)
+        parent = make_parent(target)
         last = self._last_reference(target)
         if last == content_hash:
             return None  # already this content
-        tmp = _temp_beside(target)
+        tmp = temp_beside(target)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         try:
             os.link(source, tmp)
         except OSError:
             # Filesystems without hard links: fall back to a copied file.
-            self._atomic_copy(source, target)
+            atomic_copy(source, target, durable=self._durable)
             return None
         os.replace(tmp, target)
         if self._durable:
             dirty.add(parent)
         return last
-
-    def _write(self, fd: int, data: bytes) -> None:
-        """Write all of `data` to `fd` (fsynced when durable) and close it."""
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self._durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _atomic_copy(self, source: str, target: str) -> None:
-        """`_atomic_write` of another file's content, read in pieces."""
-        parent = _make_parent(target)
-        tmp = _temp_beside(target)
-        try:
-            with open(source, "rb") as src, open(tmp, "wb") as dst:
-                shutil.copyfileobj(src, dst, _PIECE)
-                if self._durable:
-                    dst.flush()
-                    os.fsync(dst.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        if self._durable:
-            _fsync_dir(parent)
-
-    def _atomic_write(self, target: str, data: bytes) -> None:
-        parent = _make_parent(target)
-        # Named for this process and thread (`sweep` knows the pattern): one thread writes
-        # one file at a time, so the name is free, whatever else writes the same target.
-        tmp = _temp_beside(target)
-        try:
-            self._write(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), data)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        if self._durable:
-            _fsync_dir(parent)
