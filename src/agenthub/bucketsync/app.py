@@ -7,6 +7,7 @@ scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import scoring as scoring_routes
+from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -25,7 +27,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
-from agenthub.bucketsync.core.locks import LocalLocks, Locks
+from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
@@ -40,7 +42,12 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.settings import (
+    BucketSyncSettings,
+    OfflineSettings,
+    SettingsError,
+    load_settings,
+)
 from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVICE_USER = "bucket-sync"
+LOCK_LEASE_S = 120.0  # a crashed worker's Redis lock frees itself after this
 
 
 # -- adapters ---------------------------------------------------------------------------
@@ -62,10 +70,14 @@ def local_store(data_dir: Path) -> BucketStore:
     return LocalBucketStore(data_dir)
 
 
-def hf_store(token: str | None) -> BucketStore:
+def hf_store(settings: OfflineSettings) -> BucketStore:
     from agenthub.bucketsync.storage.hf import HfBucketStore
 
-    return HfBucketStore(token=token)
+    return HfBucketStore(
+        token=settings.hf_token_value(),
+        endpoint=settings.hf_endpoint,
+        deadline_s=settings.hub_call_deadline_s,
+    )
 
 
 def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
@@ -81,8 +93,12 @@ def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identit
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
-        token = settings.hf_token_value()
-        return hf_store(token), HfIdentity(admin_token=token)
+        identity = HfIdentity(
+            admin_token=settings.hf_token_value(),
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
+        return hf_store(settings), identity
     return local_adapters(settings)
 
 
@@ -91,7 +107,12 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.runners.hf import HfJobRunner
 
-        return HfJobRunner(token=settings.hf_token_value(), namespace=settings.jobs_namespace)
+        return HfJobRunner(
+            token=settings.hf_token_value(),
+            namespace=settings.jobs_namespace,
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
     return LocalJobRunner(settings.data_dir)
@@ -139,7 +160,7 @@ def build_hub(
     limiters = Limiters.standard(clock)
     dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
     stamps = StampIssuer(clock)
-    locks: Locks = LocalLocks()
+    locks: Locks = LocalLocks(_lock_directory(settings))
     folder_listeners: list[Callable[[frozenset[str]], None]] = []
     presence: PresenceMap = NoPresenceMap()
     if bus is not None:
@@ -212,19 +233,39 @@ def _shared_state(
         Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
         RedisDedup(client, prefix),
         StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
-        RedisLocks(client, prefix),
+        Leased(
+            RedisLocks(client, prefix, lease_s=LOCK_LEASE_S, fences=_fences(settings)),
+            lease_s=LOCK_LEASE_S,
+        ),
     )
 
 
-def idempotency_gate(settings: BucketSyncSettings, bus: RedisBus | None) -> RunningGate:
-    """Where a running Idempotency-Key is held: this process, or Redis for many workers."""
+def _lock_directory(settings: BucketSyncSettings) -> Path | None:
+    """Where the local store's lock and fence files live: beside its buckets, so every
+    process writing that directory sees them (a Hub store has none: Redis and the lease's
+    bound serialize its writers, see core.locks)."""
+    return settings.data_dir / "locks" if settings.storage == "local" else None
+
+
+def _fences(settings: BucketSyncSettings) -> FileFences | None:
+    directory = _lock_directory(settings)
+    return FileFences(directory) if directory is not None else None
+
+
+def idempotency_gate(
+    settings: BucketSyncSettings, bus: RedisBus | None, recover: Callable[[], object]
+) -> RunningGate:
+    """Where a running Idempotency-Key is held: this process, or Redis for many workers
+    (where `recover` runs before a dead worker's key is taken over)."""
     if bus is None:
         return LocalGate()
     import redis
 
     from agenthub.bucketsync.scaleout.state import RedisGate
 
-    return RedisGate(redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix)
+    return RedisGate(
+        redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix, recover=recover
+    )
 
 
 def build_scoring(
@@ -273,21 +314,31 @@ def create_app(
         else None
     )
 
-    keys = BucketIdempotency(store, settings.audit_bucket, clock, idempotency_gate(settings, bus))
+    # A key held by a worker that died is released once recovery has recorded its answer.
+    gate = idempotency_gate(
+        settings, bus, recover=lambda: journal.recover(hub, gate, starting=False)
+    )
+    keys = BucketIdempotency(store, settings.audit_bucket, clock, gate)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Before serving only what a wrong answer depends on: the buckets, and the journal
+        # (no orphan inbox copy, every landed post's answer recorded and its key free).
         prepare_buckets(hub)
-        sweep_store(hub.store)
-        journal.recover(hub)
         if bus is not None:
-            bus.check()
+            bus.check()  # recovery's lock is in Redis: say first that the bus is down
+        journal.recover(hub, gate)
+        # Garbage collection can run beside the first requests (it leaves young files).
+        sweeper = threading.Thread(target=sweep_store, args=(hub.store,), name="sweep")
+        sweeper.start()
+        if bus is not None:
             await bus.start()
         if scoring is not None:
             scoring.start()
         try:
             yield
         finally:
+            sweeper.join()
             if scoring is not None:
                 scoring.shutdown()
             if bus is not None:
@@ -315,6 +366,7 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
     app.include_router(coordination.router)
+    app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
     if settings.storage == "local":
@@ -331,8 +383,16 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment,
-    and freezes what it built before serving, as `serve` does for one worker)."""
-    app = create_app(load_settings())
+    and freezes what it built before serving, as `serve` does for one worker). A worker
+    that cannot build its app exits with uvicorn's start-up failure code, so the
+    supervisor stops rather than respawning it forever."""
+    from uvicorn.config import STARTUP_FAILURE
+
+    try:
+        app = create_app(load_settings())
+    except Exception:
+        log.exception("bucket-sync worker could not build its app")
+        raise SystemExit(STARTUP_FAILURE) from None
     freeze_startup_objects()
     return app
 

@@ -12,6 +12,7 @@ from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
 from agenthub.heap import freeze_startup_objects
+from agenthub.pids import ProcessLock
 from agenthub.ports import BUCKETSYNC_PORT, require_free
 
 app = typer.Typer(
@@ -27,6 +28,11 @@ app.add_typer(users_app, name="users")
 
 # Parked long-polls would otherwise hold a shutdown for up to LONGPOLL_MAX_WAIT_S.
 SHUTDOWN_GRACE_S = 5
+# uvicorn's own default is 5 s: under load (~10 on 2 cores) a starting worker missed it,
+# was killed and respawned, and a restart took 30 s instead of 5 (issue 31).
+WORKER_HEALTHCHECK_TIMEOUT_S = 30
+# Held by every `serve` on a data directory for its life (`pids.ProcessLock`).
+SERVE_LOCK = "serve.lock"
 
 
 @app.command()
@@ -36,24 +42,30 @@ def serve(
     workers: int = typer.Option(
         1, help="Worker processes; more than one needs BUCKETSYNC_BUS_URL (Redis)."
     ),
+    worker_healthcheck_timeout: int = typer.Option(
+        WORKER_HEALTHCHECK_TIMEOUT_S,
+        "--worker-healthcheck-timeout",
+        envvar="BUCKETSYNC_WORKER_HEALTHCHECK_TIMEOUT_S",
+        min=1,
+        help="With --workers N: seconds a worker may take to answer the supervisor's "
+        "health ping before it is killed and replaced (starting workers included; raise "
+        "it on a loaded machine).",
+    ),
 ) -> None:
     """Run the bucket-sync HTTP API."""
     import uvicorn
 
-    from agenthub.bucketsync.app import create_app
-
     settings = load_settings()
     check_workers(settings, workers)
     check_bus(settings)
+    _lock = lock_data_dir(settings)  # held until serve returns (the process ends)
     require_free(host, port)
-    application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
-    typer.echo(
-        f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
-        f"central {settings.central_bucket}, {bus}, workers {workers})",
-        err=True,
-    )
     if workers == 1:
+        from agenthub.bucketsync.app import create_app
+
+        application = create_app(settings)
+        announce(settings, host, port, bus, workers)
         freeze_startup_objects()
         uvicorn.run(
             application,
@@ -64,7 +76,9 @@ def serve(
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     else:
-        # Each worker builds its own app from the environment; they share Redis.
+        # Each worker builds its own app from the environment; they share Redis. The
+        # supervisor builds none: its start-up is on the path of every worker's.
+        announce(settings, host, port, bus, workers)
         uvicorn.run(
             "agenthub.bucketsync.app:app_from_environment",
             factory=True,
@@ -73,7 +87,35 @@ def serve(
             log_level="info",
             workers=workers,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            timeout_worker_healthcheck=worker_healthcheck_timeout,
         )
+
+
+def announce(settings: BucketSyncSettings, host: str, port: int, bus: str, workers: int) -> None:
+    typer.echo(
+        f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
+        f"central {settings.central_bucket}, {bus}, workers {workers})",
+        err=True,
+    )
+
+
+def lock_data_dir(settings: BucketSyncSettings) -> ProcessLock:
+    """Refuse a second `serve` on one data directory unless every one of them has the bus:
+    without it each caches its own listings, and reads of the other's writes would be up
+    to LISTING_TTL_S stale. Servers with the bus share it (the lock is taken shared)."""
+    lock = ProcessLock(settings.data_dir / SERVE_LOCK)
+    holder = lock.take(shared=bool(settings.bus_url))
+    if holder is None:
+        return lock
+    who = f"pid {holder}" if holder else "another process"
+    raise CliError(
+        f"another bucket-sync serve ({who}) is serving BUCKETSYNC_DATA_DIR="
+        f"{settings.data_dir}; without a shared BUCKETSYNC_BUS_URL two servers would each "
+        f"serve reads up to LISTING_TTL_S={settings.listing_ttl_s:g} s stale",
+        hint="stop the other serve, use one serve with --workers N, or set "
+        "BUCKETSYNC_BUS_URL=redis://... for every serve on this directory",
+        exit_code=UNAVAILABLE_EXIT,
+    )
 
 
 def check_workers(settings: BucketSyncSettings, workers: int) -> None:
@@ -98,10 +140,11 @@ def check_bus(settings: BucketSyncSettings) -> None:
     `--workers N` uvicorn's supervisor would otherwise exit 0 after its workers die."""
     if not settings.bus_url:
         return
-    from agenthub.bucketsync.app import redis_bus
+    # Not through `app`: with --workers N the supervisor never imports the application.
+    from agenthub.bucketsync.scaleout.bus import RedisBus
 
     try:
-        redis_bus(settings.bus_url, settings.bus_key_prefix).check()
+        RedisBus(settings.bus_url, settings.bus_key_prefix).check()
     except StorageUnavailable as exc:
         cause = exc.__cause__ or exc
         raise CliError(

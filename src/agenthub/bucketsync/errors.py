@@ -9,9 +9,10 @@ them into the uniform `{"error": {code, message, hint}}` body.
     ├── BucketNotOwnedByCaller, IdentityMismatch,
     │   NotOrganizer, Forbidden                   the caller may not do this
     ├── NotRegistered, NotFound, SourceNotFound,
-    │   JobsDisabled, ChannelNotFound             nothing (enabled) by that name
+    │   JobsDisabled, ChannelNotFound,
+    │   TaskforceNotFound                         nothing (enabled) by that name
     ├── AgentIdTaken, AlreadyPromoted, Conflict,
-    │   ChannelExists                             clashes with what exists
+    │   ChannelExists, TaskforceExists            clashes with what exists
     ├── BucketMissing                             a precondition bucket is absent
     ├── PayloadTooLarge, SyncTooLarge             over a size limit
     ├── BudgetTooSmall                            a token budget below the `minimum`
@@ -19,6 +20,7 @@ them into the uniform `{"error": {code, message, hint}}` body.
     ├── JobLaunchFailed                           the job platform refused the launch
     ├── StorageUnavailable                        the bucket backend failed; retryable
     │   ├── PartialWrite: a non-transactional batch applied all but `failed` paths
+    │   ├── WriteOutcomeUnknown: the write was sent but no answer came back
     │   └── OrganizerCheckUnavailable: the org role lookup failed (fail-closed)
     ├── QuotaBackendUnavailable                   the job-quota ledger failed; retryable
     ├── SignInFailed                              the dashboard's OAuth round trip failed
@@ -65,6 +67,16 @@ class InvalidRequest(BucketSyncError):
     code = "INVALID_REQUEST"
 
 
+class MethodNotAllowed(BucketSyncError):
+    """A route exists at the path for another method (`allow` names it)."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, message: str, *, hint: str | None = None, allow: str) -> None:
+        super().__init__(message, hint=hint)
+        self.allow = allow
+
+
 class BodyOrSourceRequired(BucketSyncError):
     code = "BODY_OR_SOURCE_REQUIRED"
 
@@ -109,6 +121,10 @@ class ChannelNotFound(BucketSyncError):
     code = "CHANNEL_NOT_FOUND"
 
 
+class TaskforceNotFound(BucketSyncError):
+    code = "TASKFORCE_NOT_FOUND"
+
+
 class AgentIdTaken(BucketSyncError):
     code = "AGENT_ID_TAKEN"
 
@@ -127,6 +143,10 @@ class Conflict(BucketSyncError):
 
 class ChannelExists(BucketSyncError):
     code = "CHANNEL_EXISTS"
+
+
+class TaskforceExists(BucketSyncError):
+    code = "TASKFORCE_EXISTS"
 
 
 class SyncTooLarge(BucketSyncError):
@@ -160,9 +180,21 @@ class RateLimited(BucketSyncError):
 
 
 class StorageUnavailable(BucketSyncError):
-    """The bucket backend failed; the request may be retried. Never a 500 or a false 404."""
+    """The bucket backend failed; the request may be retried. Never a 500 or a false 404.
+    `retry_after_s` passes on the backend's own `Retry-After` (a Hub 429), when it gave one."""
 
     code = "STORAGE_UNAVAILABLE"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
+
+
+class WriteOutcomeUnknown(StorageUnavailable):
+    """A write left for the backend and no answer came back (a reset, a timeout, a 5xx): it
+    may have been applied, so the client retries with the same Idempotency-Key."""
 
 
 class PartialWrite(StorageUnavailable):

@@ -31,6 +31,11 @@ class OfflineSettings(BaseSettings):
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
+    # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
+    hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
+    # Each Hub call's deadline: it answers 503 by then, whatever the Hub does (and stays
+    # well inside the 120 s lock leases held around store calls).
+    hub_call_deadline_s: float = Field(15.0, gt=0, le=60, alias="HUB_CALL_DEADLINE_S")
 
     def hf_token_value(self) -> str | None:
         """The HF token in clear, for the one adapter call that needs it."""
@@ -62,6 +67,8 @@ class BucketSyncSettings(OfflineSettings):
     sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
     score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
     score_unit: str = Field("", alias="SCORE_UNIT")
+    # Decimal places the dashboard shows every score with (0.7100 next to 1.0000).
+    score_decimals: int = Field(4, ge=0, le=12, alias="SCORE_DECIMALS")
     # The challenge's branding (challenge.yaml), shown in the dashboard's header.
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")

@@ -52,7 +52,7 @@ def init(
     elif target == "hf":
         from agenthub.bucketsync.app import hf_store
 
-        store = hf_store(settings.hf_token_value())
+        store = hf_store(settings)
     else:
         raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(

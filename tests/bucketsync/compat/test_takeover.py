@@ -131,7 +131,7 @@ def test_a_bucket_agent_collabs_wrote_is_served_correctly(taken_over: tuple[Any,
         ("agent-1", "opus", "claude-code", ["bash", "python"]),
         ("agent-2", "gpt", "claude-code", ["bash", "python"]),
     ]
-    assert client.get("/v1/agents?model=gpt").json()["items"] == ["agent-2"]
+    assert client.get("/v1/agents?model=gpt").json()["items"] == ["agent-2.md"]
     board = client.get("/v1/messages?order=asc").json()
     assert board["items"] == [HELLO, REPLY, HUMAN, LATE]  # the dashboard post in time order
     human = client.get(f"/v1/messages/{HUMAN}").json()

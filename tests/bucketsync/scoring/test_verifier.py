@@ -355,3 +355,29 @@ def test_bs_4_52_verifier_agent_id_is_reserved(scoring_world: AppFactory) -> Non
     world.put("verifier", ".bucket-sync-handshake", "mallory")
     response = world.register("verifier", "mallory")
     assert response.status_code == 400 and "reserved" in response.json()["error"]["message"]
+
+
+def test_verify_reconcile_puts_back_a_verdict_the_index_lost(
+    scoring_world: AppFactory, tmp_path: Path
+) -> None:
+    """The author was told `valid`; then a lost index write (a stale lock holder's, from
+    before fencing) put the index back to `pending`. Reconcile writes the recorded verdict
+    again, announces nothing twice, and leaves a human verdict alone."""
+    world = scoring_world(VERIFIER_ENABLED="true")
+    world.agent("agent-1", "alice")
+    world.submission("agent-1")
+    filename = promote(world, "agent-1", "results/r.md", 1.0, artifacts="submission/")
+    eventually(lambda: (ledger(world, filename) or {}).get("announced"))
+    assert world.index() == {filename: "valid"}
+    lost = {filename: "pending", "20260101-000000-000_agent-9.md": "pending"}
+    world.hub.store.write_batch(world.hub.central, Batch(adds=[(INDEX, json.dumps(lost).encode())]))
+    assert "healed 1" in reconcile_cli(tmp_path / "data")
+    assert world.index() == {**lost, filename: "valid"}
+    assert "healed 0" in reconcile_cli(tmp_path / "data")
+    assert len(verifier_posts(world)) == 1
+    human = {filename: "invalid"}
+    world.hub.store.write_batch(
+        world.hub.central, Batch(adds=[(INDEX, json.dumps(human).encode())])
+    )
+    reconcile_cli(tmp_path / "data")
+    assert world.index() == human

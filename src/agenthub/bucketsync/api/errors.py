@@ -32,6 +32,7 @@ from agenthub.bucketsync.errors import (
     InvalidRequest,
     JobLaunchFailed,
     JobsDisabled,
+    MethodNotAllowed,
     NotFound,
     NotOrganizer,
     NotRegistered,
@@ -44,8 +45,11 @@ from agenthub.bucketsync.errors import (
     SourceNotFound,
     StorageUnavailable,
     SyncTooLarge,
+    TaskforceExists,
+    TaskforceNotFound,
     Unauthorized,
     UpstreamUnavailable,
+    WriteOutcomeUnknown,
 )
 from agenthub.httperrors import StatusTable, allowed_methods, install_error_handlers
 
@@ -69,10 +73,13 @@ STATUS: StatusTable[BucketSyncError] = {
     SourceNotFound: 404,
     JobsDisabled: 404,
     ChannelNotFound: 404,
+    TaskforceNotFound: 404,
+    MethodNotAllowed: 405,
     AgentIdTaken: 409,
     AlreadyPromoted: 409,
     Conflict: 409,
     ChannelExists: 409,
+    TaskforceExists: 409,
     BucketMissing: 412,
     PayloadTooLarge: 413,
     SyncTooLarge: 413,
@@ -82,6 +89,7 @@ STATUS: StatusTable[BucketSyncError] = {
     UpstreamUnavailable: 502,
     StorageUnavailable: 503,
     PartialWrite: 503,
+    WriteOutcomeUnknown: 503,
     OrganizerCheckUnavailable: 503,
     QuotaBackendUnavailable: 503,
 }
@@ -105,9 +113,20 @@ def error_response(
     return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
-def _describe(exc: RequestValidationError) -> tuple[str, str, str]:
+def _describe(exc: RequestValidationError, content_type: str | None) -> tuple[str, str, str]:
     first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
     loc = [str(part) for part in first.get("loc", ())]
+    media = (content_type or "").split(";")[0].strip().lower()
+    if loc[:1] == ["body"] and media != "application/json" and not media.endswith("+json"):
+        # A body is read as JSON only under a JSON content type (FastAPI's strict rule);
+        # without one (or under curl -d's form type) it fails the model without saying why.
+        sent = f"its Content-Type is {media!r}" if media else "it has no Content-Type"
+        return (
+            "INVALID_REQUEST",
+            f"the body was not read as JSON: {sent}",
+            "send the header 'content-type: application/json' (curl: -H "
+            "'content-type: application/json')",
+        )
     where = ".".join(loc[1:]) or (loc[0] if loc else "request")
     code = "INVALID_QUERY" if loc and loc[0] in ("query", "path") else "INVALID_REQUEST"
     message = f"{where}: {first.get('msg', 'invalid')}"
@@ -118,11 +137,15 @@ def _describe(exc: RequestValidationError) -> tuple[str, str, str]:
 
 
 def retry_after(exc: BucketSyncError) -> dict[str, str]:
-    """`Retry-After` for the errors a client should retry, none for the others."""
+    """`Retry-After` for the errors a client should retry, none for the others (and the
+    `Allow` of a wrong method)."""
+    if isinstance(exc, MethodNotAllowed):
+        return {"Allow": exc.allow}
     if isinstance(exc, RateLimited):
         return {"Retry-After": str(max(1, whole_seconds(exc.retry_after_s)))}
     if isinstance(exc, StorageUnavailable):
-        return {"Retry-After": "5"}
+        wait = exc.retry_after_s if exc.retry_after_s is not None else 5
+        return {"Retry-After": str(max(1, whole_seconds(wait)))}
     if isinstance(exc, QuotaBackendUnavailable):
         return {"Retry-After": "30"}
     return {}
@@ -142,9 +165,9 @@ def render(exc: BucketSyncError, status: int) -> JSONResponse:
 def install(app: FastAPI) -> None:
     install_error_handlers(app, STATUS, render)
 
-    async def validation(_request: Request, exc: Exception) -> JSONResponse:
+    async def validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        code, message, hint = _describe(exc)
+        code, message, hint = _describe(exc, request.headers.get("content-type"))
         return error_response(400, code, message, hint)
 
     async def http(request: Request, exc: Exception) -> JSONResponse:
@@ -156,9 +179,17 @@ def install(app: FastAPI) -> None:
             headers["Allow"] = allowed_methods(request)
         return error_response(exc.status_code, code, str(exc.detail), hint, headers)
 
-    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        return error_response(500, "INTERNAL", "internal error; the request was not applied")
+        # Nothing says where the failure struck: a write may have landed before it.
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return error_response(500, "INTERNAL", "internal error; nothing was changed")
+        return error_response(
+            500,
+            "INTERNAL",
+            "internal error; the request may have been applied",
+            "retry with the same Idempotency-Key",
+        )
 
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(StarletteHTTPException, http)

@@ -36,6 +36,7 @@ DEFAULT_FOLDERS = (
     "broadcasts/",
     "results/",
     "channels/",
+    "taskforces/",
     "traces/",
     "claims/",
     "acks/",

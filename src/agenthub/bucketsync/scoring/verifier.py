@@ -19,8 +19,9 @@ set and record a verdict in `results/verification_status.json`.
   back to the head of the queue, up to `JOB_PLATFORM_RETRIES` times, and then the author is
   told once on the board to re-submit it (`resubmit.py`, `POST
   /v1/results/{filename}:reverify`), whose charge to the quota is released meanwhile.
-- `reconcile()` finishes runs whose watcher never reported (a restart) and half-recorded
-  verdicts, through the same code; it is idempotent.
+- `reconcile()` finishes runs whose watcher never reported (a restart), half-recorded
+  verdicts, and verdicts the ledger records as written that the index shows as pending
+  (a lost index write), through the same code; it is idempotent.
 """
 
 from __future__ import annotations
@@ -418,9 +419,12 @@ class Verifier(VerdictBook):
 
     # -- offline healing --------------------------------------------------------------------
     def reconcile(self) -> ReconcileReport:
-        """Finish runs that ended without a recorded verdict (idempotent)."""
+        """Finish runs that ended without a recorded verdict, and put back into the index
+        every decided verdict it does not show (a lost write: the author was told the
+        verdict, the leaderboard shows `pending`). Idempotent."""
         report = ReconcileReport()
         audit = self.settings.audit_bucket
+        index = self.index_fresh()
         for entry in self.hub.store.list(audit, LEDGER_PREFIX):
             if not entry.path.endswith("/verdict.json"):
                 continue
@@ -447,8 +451,11 @@ class Verifier(VerdictBook):
                 self.decide(filename, job_state)
                 report.recorded += 1
             elif state == "decided" and not (
-                ledger.get("written") == ledger.get("verdict") and ledger.get("announced")
+                ledger.get("written") == ledger.get("verdict")
+                and ledger.get("announced")
+                and (index is None or index.get(filename, "pending") != "pending")
             ):
+                # `commit` re-reads the index under its lock: a human verdict still wins.
                 self.commit(filename, ledger)
                 report.healed += 1
             else:
