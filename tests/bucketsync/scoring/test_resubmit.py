@@ -42,7 +42,8 @@ def platform_failed(world: ScoringWorld, agent: str = "agent-1") -> tuple[str, f
         lambda: (
             (ledger(world, filename) or {}).get("reason") == "platform_error"
             and (ledger(world, filename) or {}).get("state") == "failed"
-        )
+        ),
+        timeout=60,  # a shared machine: the launch waits for a thread and a queue pass
     )
     return filename, score
 

@@ -18,6 +18,7 @@ Who and when:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from agenthub.bucketsync.core import naming
@@ -31,8 +32,24 @@ from agenthub.bucketsync.scoring.verifier import Verifier
 ROUTE = "/v1/results/{filename}:reverify"
 
 
-def route_for(filename: str) -> str:
-    return ROUTE.format(filename=filename)
+@dataclass(frozen=True)
+class Charge:
+    """A re-submission counted against the quota: its ledger row's id and what is left."""
+
+    job_id: str
+    agent: int
+    user: int
+
+
+def charge(verifier: Verifier, filename: str, agent_id: str, hf_user: str) -> Charge:
+    """Count a re-submitted verification as one benchmark job of `agent_id` and `hf_user`
+    (the 24h caps; 429 when used up). The row names no run folder (the verification run
+    reports to the audit bucket, where `reconcile` finishes it); the verifier releases it
+    if the platform fails the run again."""
+    now = verifier.hub.clock.now().isoformat(timespec="milliseconds")
+    job_id = f"reverify:{filename}:{now}"
+    _none, remaining = verifier.jobs.quota.launch(agent_id, hf_user, lambda: (job_id, None))
+    return Charge(job_id, remaining.agent, remaining.user)
 
 
 def resubmittable(ledger: dict[str, Any] | None) -> bool:
@@ -82,7 +99,7 @@ def resubmit(
                 hint="upload the submission to the folder its artifacts: line names, then "
                 "re-submit; or promote a new result naming the folder that holds it",
             )
-    charge = verifier.charge_resubmission(filename, agent_id, caller.user)
+    charged = charge(verifier, filename, agent_id, caller.user)
     outcome = verifier.requeue(
         filename,
         agent_id=agent_id,
@@ -90,7 +107,7 @@ def resubmit(
         fields={
             "resubmitted_by": caller.user,
             "resubmissions": int((ledger or {}).get("resubmissions", 0)) + 1,
-            "charge": charge.job_id,
+            "charge": charged.job_id,
             "previous": {k: (ledger or {}).get(k) for k in ("state", "reason", "message")},
         },
     )
@@ -102,7 +119,7 @@ def resubmit(
         target_path=naming.result_path(filename),
         size=0,
         status_code=202,
-        job_id=charge.job_id,
+        job_id=charged.job_id,
         hf_user=caller.user,
         caller_ip=caller_info.ip,
         user_agent=caller_info.user_agent,
@@ -111,7 +128,7 @@ def resubmit(
         "filename": filename,
         "verification": "pending",
         "state": outcome,
-        "quota": {"agent_remaining": charge.agent, "user_remaining": charge.user},
+        "quota": {"agent_remaining": charged.agent, "user_remaining": charged.user},
         "message": f"{filename} is {outcome} for verification again; the verdict is "
         "announced on the board and shows in GET /v1/results/" + filename,
     }

@@ -66,15 +66,6 @@ PINNED_PREFIX = "verification_submissions/"
 RESUBMISSION_KEYS = ("resubmissions", "resubmitted_by", "charge", "previous", "told_to_resubmit")
 
 
-@dataclass(frozen=True)
-class Charge:
-    """A re-submission counted against the quota: its ledger row's id and what is left."""
-
-    job_id: str
-    agent: int
-    user: int
-
-
 @dataclass
 class ReconcileReport:
     examined: int = 0
@@ -221,14 +212,6 @@ class Verifier(VerdictBook):
         self.queue.enqueue(filename, result=filename, agent_id=agent_id, reported=reported)
         self._wake.set()
         return "launched" if filename in self.dispatch() else "queued"
-
-    def charge_resubmission(self, filename: str, agent_id: str, hf_user: str) -> Charge:
-        """Count a re-submitted verification as one benchmark job of `agent_id` and
-        `hf_user` (the 24h caps; 429 when used up). The row names no run folder: the
-        verification run reports to the audit bucket, and `reconcile` finishes it."""
-        job_id = f"reverify:{filename}:{self._now()}"
-        _none, remaining = self.jobs.quota.launch(agent_id, hf_user, lambda: (job_id, None))
-        return Charge(job_id, remaining.agent, remaining.user)
 
     def _platform_failed(self, filename: str, fields: dict[str, Any]) -> None:
         """The platform failed the verification for good: record it, release a
