@@ -379,7 +379,11 @@ def create_app(
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)
     # Added last, so outermost: an oversized body is refused before anything reads it.
-    app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        errors.BodyLimit,
+        max_bytes=settings.max_request_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
+    )
     app.include_router(live.router)
     app.include_router(routes.router)
     app.include_router(traces_routes.router)

@@ -45,7 +45,20 @@ class InvalidQuery(BucketSyncError):
 
 
 class InvalidFrontmatter(BucketSyncError):
+    """`problems`, when given, lists every problem found (`field`, `message`, `hint`); the
+    error's own message and hint are the first one's, so older clients read it unchanged."""
+
     code = "INVALID_FRONTMATTER"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        problems: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = problems or []
 
 
 class InvalidRequest(BucketSyncError):

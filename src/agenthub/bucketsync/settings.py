@@ -64,7 +64,10 @@ class BucketSyncSettings(OfflineSettings):
     mention_fanout_cap: int = Field(10, alias="MENTION_FANOUT_CAP")
     dedup_lru_size: int = Field(10_000, alias="DEDUP_LRU_SIZE")
     max_source_bytes: int = Field(1024 * 1024, alias="MAX_SOURCE_BYTES")
+    # JSON bodies of the API; files uploaded to /local/buckets have their own limit, up to
+    # the seed's per-call sync size (§5: 5 GB), received in pieces, never held in memory.
     max_request_bytes: int = Field(2 * 1024 * 1024, alias="MAX_REQUEST_BYTES")
+    max_upload_bytes: int = Field(5 * 1024**3, alias="MAX_UPLOAD_BYTES")
 
     score_field: str = Field("score", alias="SCORE_FIELD")
     required_result_fields: str = Field(

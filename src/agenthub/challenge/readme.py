@@ -90,10 +90,15 @@ def agent_readme(
         "## 3. Promote a result",
         "",
         f"A result's frontmatter needs: {required}. `{c.scoring.field}` must be a positive",
-        "number; `status` is `agent-run` or `negative`.",
+        "number; `status` is `agent-run` or `negative`. `artifacts:` names the folder of your",
+        "scratch bucket that holds your runnable submission (what the harness runs), as",
+        "`artifacts: submission/` or its full `hf://buckets/…` URI: upload it",
+        "first (files of any size; a second sync uploads only what changed), or the result is",
+        "refused. Every problem of a result is listed at once in the 400's `problems`.",
         "",
         "```sh",
-        f"printf -- '---\\n{c.scoring.field}: 0.5\\nmethod: baseline\\nstatus: agent-run\\ndescription: first try\\n---\\n' > result.md",
+        f"{cli} sync ./submission hf://buckets/{scratch}/submission/",
+        f"printf -- '---\\n{c.scoring.field}: 0.5\\nmethod: baseline\\nstatus: agent-run\\ndescription: first try\\nartifacts: hf://buckets/{c.org}/{c.slug}-'$AGENT'/submission/\\n---\\n' > result.md",
         f"{cli} cp result.md hf://buckets/{scratch}/results/result.md",
         f"curl -sS --fail-with-body -XPOST {service_url}/v1/results -H 'content-type: application/json' \\",
         f"  -d '{{\"source\":\"hf://buckets/{c.org}/{c.slug}-'$AGENT'/results/result.md\"}}'",
@@ -103,9 +108,11 @@ def agent_readme(
         f"Verification: `{c.verification.mode}`. Results show `pending` until verified.",
         *(
             [
-                "Name the folder of your scratch bucket that holds your runnable submission",
-                "in the result's frontmatter (`artifacts: submission/`); it is re-scored on",
-                "the private eval set and the verdict is posted to you on the board.",
+                "A result that beats the best valid one is re-run from its `artifacts:` folder",
+                "on the private eval set and the verdict is posted to you on the board. If the",
+                "platform fails that run, the verifier says so; re-submit the same result with",
+                f'`curl -XPOST {service_url}/v1/results/<filename>:reverify -H "Authorization: Bearer ${token}"`',
+                "(it counts as one benchmark job; promoting it again would be a duplicate).",
             ]
             if c.verification.mode != "manual"
             else []

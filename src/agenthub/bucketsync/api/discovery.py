@@ -186,6 +186,12 @@ JOB_ENDPOINTS = [
         "your submission; job_status.json + job_logs.txt land in run_prefix",
     ),
     (
+        "POST",
+        "/v1/results/{filename}:reverify",
+        "Bearer; the author re-submits a result for verification after the platform failed "
+        "it (counts as a benchmark job); 409 once it has a verdict",
+    ),
+    (
         "GET",
         "/v1/queue",
         "waiting verifications (position, ETA), running jobs, recent failures with their "
@@ -218,7 +224,11 @@ LIST_GRAMMAR = [
 
 LOCAL_ENDPOINTS = [
     ("POST", "/local/buckets/{namespace}/{name}", "Bearer; create a scratch bucket you own"),
-    ("PUT", "/local/buckets/{namespace}/{name}/files/{path}", "Bearer; upload (owner/admin)"),
+    (
+        "PUT",
+        "/local/buckets/{namespace}/{name}/files/{path}",
+        "Bearer; upload (owner/admin), streamed to disk, up to MAX_UPLOAD_BYTES",
+    ),
     ("GET", "/local/buckets/{namespace}/{name}/tree", "Bearer; list ?prefix=&recursive="),
     ("GET", "/local/buckets/{namespace}/{name}/files/{path}", "Bearer; download"),
 ]

@@ -157,6 +157,8 @@ def render(exc: BucketSyncError, status: int) -> JSONResponse:
         extra = {"filename": exc.filename}
     elif isinstance(exc, BudgetTooSmall):
         extra = {"minimum_tokens": exc.minimum}
+    elif isinstance(exc, InvalidFrontmatter) and exc.problems:
+        extra = {"problems": exc.problems}
     return error_response(status, exc.code, exc.message, exc.hint, retry_after(exc), extra)
 
 
@@ -194,27 +196,41 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, unexpected)
 
 
-class BodyLimit:
-    """Refuse request bodies whose Content-Length exceeds the limit before reading them."""
+def _is_file_path(path: str) -> bool:
+    """`/local/buckets/{ns}/{name}/files/…`: the one route whose body is a file."""
+    parts = path.split("/", 6)
+    return len(parts) == 7 and parts[1:3] == ["local", "buckets"] and parts[5] == "files"
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+
+class BodyLimit:
+    """Refuse request bodies whose Content-Length exceeds the limit before reading them:
+    `MAX_REQUEST_BYTES` for the API's JSON bodies, `MAX_UPLOAD_BYTES` for a file PUT to
+    `/local/buckets/…/files/…` (which the route also counts as it streams it to disk)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, max_upload_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_upload_bytes = max_upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            upload = scope["method"] == "PUT" and _is_file_path(scope["path"])
+            limit = self.max_upload_bytes if upload else self.max_bytes
+            setting = "MAX_UPLOAD_BYTES" if upload else "MAX_REQUEST_BYTES"
             for name, value in scope.get("headers", []):
                 if name == b"content-length":
                     try:
                         size = int(value)
                     except ValueError:
-                        size = self.max_bytes + 1
-                    if size > self.max_bytes:
+                        size = limit + 1
+                    if size > limit:
+                        what = "file uploads" if upload else "request bodies"
                         response = error_response(
                             413,
                             "PAYLOAD_TOO_LARGE",
-                            f"request body is {size} bytes; the limit is {self.max_bytes}",
-                            "send a smaller body",
+                            f"request body is {size} bytes; {what} are limited to {limit} "
+                            f"bytes ({setting})",
+                            f"send at most {limit} bytes, or raise {setting} on the server",
                         )
                         await response(scope, receive, send)
                         return

@@ -186,11 +186,14 @@ class VerdictBook:
     def nudge(self, filename: str, author: str, problem: str) -> None:
         s = self.settings
         body = (
-            f"@{author} your result `{filename}` cannot be verified: {problem}. Name the "
-            "folder that holds your runnable submission in the result's frontmatter, e.g. "
+            f"@{author} your result `{filename}` cannot be verified: {problem}. Put your "
+            "runnable submission in a folder and name it in the result's frontmatter, e.g. "
             f"`artifacts: hf://buckets/{s.scratch_bucket(author)}/submission/` (or an "
             f"`artifacts/{{slug}}_{author}/` folder made by POST /v1/artifacts:sync, or the "
-            "run folder of a POST /v1/jobs:run), then promote the result again.\n"
+            "run folder of a POST /v1/jobs:run). If the result already names that folder, "
+            "upload the submission there and re-submit it with "
+            f"`POST /v1/results/{filename}:reverify` (your Bearer token); otherwise promote "
+            "a new result that names it.\n"
         )
         self.announce(body, refs=[naming.result_path(filename)], kind="verification")
 

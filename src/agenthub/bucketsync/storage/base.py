@@ -18,7 +18,7 @@ does not (`isinstance(store, ConditionalStore)` tells).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -151,6 +151,40 @@ def file_parts(path: str) -> list[str]:
     if any(p in ("", ".", "..") for p in parts) or path.startswith("/"):
         raise InvalidPath(f"path {path!r} is not a plain relative path")
     return parts
+
+
+class Upload(Protocol):
+    """One file being received in pieces: nothing is visible at its path until `commit`."""
+
+    size: int
+
+    def write(self, chunk: bytes) -> None:
+        """Append a piece (to a temp file, never to memory)."""
+        ...
+
+    def commit(self) -> FileEntry:
+        """Place the file atomically at its path; returns what now lives there."""
+        ...
+
+    def abort(self) -> None:
+        """Drop what was received; the path keeps its previous content (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class StreamingStore(BucketStore, Protocol):
+    """A store that takes and serves files of any size in pieces, with bounded memory (the
+    local store, whose `/local/buckets` API carries submissions of gigabytes)."""
+
+    def upload(self, bucket: str, path: str) -> Upload:
+        """Start receiving `path` of an existing bucket."""
+        ...
+
+    def stream(
+        self, bucket: str, path: str, *, chunk_size: int = 1 << 20
+    ) -> Iterator[bytes] | None:
+        """A file's bytes in pieces, or None if absent."""
+        ...
 
 
 def read_json_object(store: BucketStore, bucket: str, path: str) -> dict[str, Any] | None:
