@@ -18,6 +18,7 @@ does not (`isinstance(store, ConditionalStore)` tells).
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -185,6 +186,45 @@ class StreamingStore(BucketStore, Protocol):
     ) -> Iterator[bytes] | None:
         """A file's bytes in pieces, or None if absent."""
         ...
+
+
+class WholeFileUpload:
+    """An `Upload` for a store that writes whole files (S3 without multipart): pieces are
+    received into a temp file on disk, and `commit` writes the file in one batch. Memory
+    is bounded while receiving; the commit holds the file once."""
+
+    def __init__(self, store: BucketStore, bucket: str, path: str) -> None:
+        self._store, self._bucket, self._path = store, bucket, path
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by commit/abort
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self._spool.write(chunk)
+        self.size += len(chunk)
+
+    def commit(self) -> FileEntry:
+        try:
+            self._spool.seek(0)
+            self._store.write_batch(self._bucket, Batch(adds=[(self._path, self._spool.read())]))
+        finally:
+            self.abort()
+        placed = [e for e in self._store.list(self._bucket, self._path) if e.path == self._path]
+        if not placed:
+            raise StorageUnavailable(f"{self._bucket}/{self._path} was written but is not listed")
+        return placed[0]
+
+    def abort(self) -> None:
+        self._spool.close()
+
+
+def stream_whole(
+    store: BucketStore, bucket: str, path: str, *, chunk_size: int = 1 << 20
+) -> Iterator[bytes] | None:
+    """`StreamingStore.stream` for a store that reads whole files."""
+    data = store.read(bucket, path)
+    if data is None:
+        return None
+    return (data[i : i + chunk_size] for i in range(0, len(data), chunk_size))
 
 
 def read_json_object(store: BucketStore, bucket: str, path: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -50,8 +50,10 @@ from agenthub.bucketsync.storage.base import (
     BucketInfo,
     FileEntry,
     Versioned,
+    WholeFileUpload,
     bucket_parts,
     file_parts,
+    stream_whole,
 )
 from agenthub.clock import Clock, SystemClock
 
@@ -255,6 +257,17 @@ class S3BucketStore:
         key = self._key(bucket, path)
         found = self._call(f"read {bucket}/{path}", lambda: self._get(key))
         return None if found is None else found[0]
+
+    def upload(self, bucket: str, path: str) -> WholeFileUpload:
+        """`StreamingStore` for the local bucket API: received on disk, then one put."""
+        self._require(bucket)
+        self._key(bucket, path)  # refuse a bad path before any byte is received
+        return WholeFileUpload(self, bucket, path)
+
+    def stream(
+        self, bucket: str, path: str, *, chunk_size: int = 1 << 20
+    ) -> Iterator[bytes] | None:
+        return stream_whole(self, bucket, path, chunk_size=chunk_size)
 
     def read_many(self, bucket: str, paths: Sequence[str]) -> dict[str, bytes]:
         if len(paths) <= 1:
