@@ -8,6 +8,8 @@
 
     bundle    `agenthub hubcore capture --source-db` then `agenthub hubcore import --apply`
               of the same rows: seconds and peak RSS of each, beside the snapshot path.
+              The bundle is v1, the seed's one JSON object (capture's default);
+              `--bundle-format jsonl` measures v2 (JSON Lines) instead.
 
     lag       State Hub POST -> readable through hub-core at 50 writes/s
               (`bench/replication_lag.py`), p50/p99, with the load average.
@@ -20,7 +22,8 @@ Each repeat runs ours then the ceiling back to back, so machine noise hits both 
 medians are printed, and the ratio is ours / ceiling.
 
     PYTHONPATH=src python bench/ceilings_hubcore.py [--messages 200000] [--repeats 3]
-        [--db sqlite --db pg] [--no-bundle] [--lag-writes 1000] [--board 20000]
+        [--db sqlite --db pg] [--no-bundle] [--bundle-format json|jsonl] [--lag-writes 1000]
+        [--board 20000] [--workdir /dev/shm]
 
 `agenthub` is imported from PYTHONPATH (so the same script can measure another checkout:
 `PYTHONPATH=/path/to/other/src python bench/ceilings_hubcore.py`). `rows(...)` returns the
@@ -59,6 +62,7 @@ MESSAGE_COLUMNS = (
 )  # fmt: skip
 RECEIPT_COLUMNS = ("message_id", "agent", "delivered_at", "read_at", "acknowledged_at")
 SNAPSHOT_PAGE = 5000
+BUNDLE_SCHEMAS = {"json": "v1 JSON object", "jsonl": "v2 JSON Lines"}
 
 
 def _generate(n: int) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -243,14 +247,17 @@ def _phase_bulk(source: str, target: str) -> None:
     dst_engine.dispose()
 
 
-def capture_and_import(source: str, target: str, workdir: Path) -> dict[str, float]:
-    """Ours: `agenthub hubcore capture --source-db` into a bundle file, then
-    `agenthub hubcore import --apply` of it into an empty hub-core, each in its own child."""
-    bundle = workdir / f"bundle-{uuid.uuid4().hex[:6]}.json"
+def capture_and_import(
+    source: str, target: str, workdir: Path, bundle_format: str = "json"
+) -> dict[str, float]:
+    """Ours: `agenthub hubcore capture --source-db --format <bundle_format>` into a bundle
+    file, then `agenthub hubcore import --apply` of it into an empty hub-core, each in its
+    own child."""
+    bundle = workdir / f"bundle-{uuid.uuid4().hex[:6]}.{bundle_format}"
     try:
         capture_s, capture_rss, text = _run_child(
             [sys.executable, "-m", "agenthub.cli", "hubcore", "capture", "--source-db", source,
-             "--out", str(bundle), "--captured-by", "bench"],
+             "--out", str(bundle), "--captured-by", "bench", "--format", bundle_format],
             {},
         )  # fmt: skip
         digest = text.split("content_hash", 1)[1].split()[0]
@@ -274,7 +281,13 @@ def _median(values: Sequence[float]) -> float:
 
 
 def snapshot_rows(
-    kind: str, messages: int, repeats: int, workdir: Path, *, bundle: bool = True
+    kind: str,
+    messages: int,
+    repeats: int,
+    workdir: Path,
+    *,
+    bundle: bool = True,
+    bundle_format: str = "json",
 ) -> list[dict[str, Any]]:
     ours: list[dict[str, float]] = []
     ceiling: list[dict[str, float]] = []
@@ -288,7 +301,7 @@ def snapshot_rows(
                 ceiling.append(bulk_load(source, target))
             if bundle:
                 with _database(kind, workdir, "imp") as target:
-                    bundles.append(capture_and_import(source, target, workdir))
+                    bundles.append(capture_and_import(source, target, workdir, bundle_format))
     ours_s = _median([r["seconds"] for r in ours])
     ceiling_s = _median([r["seconds"] for r in ceiling])
     ratios = [o["seconds"] / c["seconds"] for o, c in zip(ours, ceiling, strict=True)]
@@ -307,7 +320,8 @@ def snapshot_rows(
         total = [b["capture_s"] + b["import_s"] for b in bundles]
         out.append(
             {
-                "measure": f"hub-core capture + bundle import, {messages} messages",
+                "measure": f"hub-core capture + bundle import ({BUNDLE_SCHEMAS[bundle_format]}), "
+                f"{messages} messages",
                 "database": kind,
                 "ours": f"capture {_median([b['capture_s'] for b in bundles]):.1f} s "
                 f"({max(b['capture_rss_mb'] for b in bundles):.0f} MB), import "
@@ -413,12 +427,14 @@ def rows(
     databases: Sequence[str] = ("sqlite", "pg"),
     board: int = 20_000,
     bundle: bool = True,
+    bundle_format: str = "json",
     lag_writes: int = 1000,
     workdir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every hub-core row of the table: dicts with measure, database, ours, ceiling, ratio,
     target (all text); `board=0` leaves out the bucket-sync search row, `bundle=False`
-    the capture/import row, `lag_writes=0` the replication lag row; SQLite files and
+    the capture/import row (`bundle_format`: "json" v1, "jsonl" v2), `lag_writes=0` the
+    replication lag row; SQLite files and
     bundles go under `workdir` (default: the system's temporary directory)."""
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ceilings-hubcore-", dir=workdir) as tmp:
@@ -426,7 +442,16 @@ def rows(
             if kind == "none":
                 continue
             if messages:
-                out.extend(snapshot_rows(kind, messages, repeats, Path(tmp), bundle=bundle))
+                out.extend(
+                    snapshot_rows(
+                        kind,
+                        messages,
+                        repeats,
+                        Path(tmp),
+                        bundle=bundle,
+                        bundle_format=bundle_format,
+                    )
+                )
             if lag_writes:
                 out.extend(lag_rows(kind, lag_writes, repeats, Path(tmp)))
     if board:
@@ -450,6 +475,12 @@ def main() -> None:
     parser.add_argument("--db", action="append", choices=("sqlite", "pg", "none"))
     parser.add_argument("--board", type=int, default=20_000, help="0: no search row")
     parser.add_argument("--no-bundle", action="store_true", help="no capture/import row")
+    parser.add_argument(
+        "--bundle-format",
+        choices=tuple(BUNDLE_SCHEMAS),
+        default="json",
+        help="the capture/import row's bundle: json (v1, capture's default) or jsonl (v2)",
+    )
     parser.add_argument("--lag-writes", type=int, default=1000, help="0: no lag row")
     parser.add_argument(
         "--workdir", help="where SQLite files and bundles go (e.g. /dev/shm: no disk in the figure)"
@@ -471,6 +502,7 @@ def main() -> None:
             databases=args.db if args.db is not None else ("sqlite", "pg"),
             board=args.board,
             bundle=not args.no_bundle,
+            bundle_format=args.bundle_format,
             lag_writes=args.lag_writes,
             workdir=args.workdir,
         )

@@ -4,7 +4,8 @@ For SQLite and PostgreSQL: seeds a State Hub database with N messages (a mix of
 direct, broadcast, replies, archived, with broadcast receipts), then measures,
 each phase in its own process so peak RSS is that phase's alone:
 
-  capture   `capture --source-db` into a bundle file (seconds, peak RSS)
+  capture   `capture --source-db` into a bundle file (seconds, peak RSS); the bundle is v1,
+            the seed's one JSON object, unless `--format jsonl` asks for v2 (JSON Lines)
   feed cap  `capture --from-statehub --page-size 5000` against `statehub serve` (seconds, peak RSS
             of the capturing process; its content hash must equal the above)
   import    `import --apply` into an empty hub-core (seconds, peak RSS)
@@ -12,6 +13,7 @@ each phase in its own process so peak RSS is that phase's alone:
             (p50/p99 over the pilot's cases at N rows)
 
 Usage: python bench/hubcore_import.py [--messages 100000] [--pg postgresql://…] [--reads 400]
+       [--format json|jsonl]
 Without --pg, PostgreSQL is taken from AGENTHUB_TEST_PG_URL when set.
 """
 
@@ -44,10 +46,9 @@ from agenthub.clock import SystemClock  # noqa: E402
 from agenthub.db import make_engine, normalize_url  # noqa: E402
 from agenthub.hubcore import migrate  # noqa: E402
 from agenthub.hubcore.bundle_import import import_file  # noqa: E402
-from agenthub.hubcore.capture import (  # noqa: E402
-    capture_database_to_file,
-    capture_statehub_to_file,
-)
+from agenthub.hubcore.bundlefile import LAYOUTS, Layout  # noqa: E402
+from agenthub.hubcore.capture import capture_database_to_file  # noqa: E402
+from agenthub.hubcore.capture_feed import capture_statehub_to_file  # noqa: E402
 from agenthub.hubcore.store import Database  # noqa: E402
 from agenthub.statehub import migrate as statehub_migrate  # noqa: E402
 from agenthub.statehub.models import AgentMessage, MessageReceipt  # noqa: E402
@@ -117,10 +118,10 @@ def seed_statehub(url: str, n: int) -> None:
     engine.dispose()
 
 
-def phase_capture(source: str, out: str) -> dict[str, Any]:
+def phase_capture(source: str, out: str, layout: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     bundle, _ = capture_database_to_file(
-        source, Path(out), clock=SystemClock(), captured_by="bench"
+        source, Path(out), clock=SystemClock(), captured_by="bench", layout=_layout(layout)
     )
     return {
         "seconds": time.perf_counter() - t0,
@@ -129,16 +130,27 @@ def phase_capture(source: str, out: str) -> dict[str, Any]:
     }
 
 
-def phase_capture_feed(base_url: str, out: str) -> dict[str, Any]:
+def phase_capture_feed(base_url: str, out: str, layout: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     bundle, _ = capture_statehub_to_file(
-        base_url, Path(out), clock=SystemClock(), captured_by="bench", page_size=FEED_PAGE
+        base_url,
+        Path(out),
+        clock=SystemClock(),
+        captured_by="bench",
+        page_size=FEED_PAGE,
+        layout=_layout(layout),
     )
     return {
         "seconds": time.perf_counter() - t0,
         "rss_mb": peak_rss_mb(),
         "hash": bundle["content_hash"],
     }
+
+
+def _layout(name: str) -> Layout:
+    if name not in LAYOUTS:
+        raise SystemExit(f"--format must be one of {', '.join(LAYOUTS)}")
+    return "json" if name == "json" else "jsonl"
 
 
 def start_server(args: list[str], env: dict[str, str], probe: str) -> subprocess.Popen[bytes]:
@@ -160,7 +172,7 @@ def start_server(args: list[str], env: dict[str, str], probe: str) -> subprocess
     raise RuntimeError(f"server {args} did not come up")
 
 
-def capture_via_feed(source: str, out: str) -> dict[str, Any]:
+def capture_via_feed(source: str, out: str, layout: str) -> dict[str, Any]:
     port = free_port()
     server = start_server(
         ["statehub", "serve", "--port", str(port)],
@@ -168,7 +180,7 @@ def capture_via_feed(source: str, out: str) -> dict[str, Any]:
         f"http://127.0.0.1:{port}/state/health",
     )
     try:
-        return run_phase("capture-feed", f"http://127.0.0.1:{port}", out)
+        return run_phase("capture-feed", f"http://127.0.0.1:{port}", out, layout)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -259,7 +271,9 @@ def drop_pg(server_url: str, url: str) -> None:
     admin.dispose()
 
 
-def bench(kind: str, n: int, reads: int, pg: str | None, workdir: Path) -> dict[str, Any]:
+def bench(
+    kind: str, n: int, reads: int, pg: str | None, workdir: Path, layout: str
+) -> dict[str, Any]:
     if kind == "sqlite":
         source, target = (
             f"sqlite:///{workdir / 'statehub.db'}",
@@ -274,9 +288,9 @@ def bench(kind: str, n: int, reads: int, pg: str | None, workdir: Path) -> dict[
         t0 = time.perf_counter()
         seed_statehub(source, n)
         seeded = time.perf_counter() - t0
-        bundle_file = str(workdir / f"{kind}-bundle.json")
-        captured = run_phase("capture", source, bundle_file)
-        via_feed = capture_via_feed(source, str(workdir / f"{kind}-feed-bundle.json"))
+        bundle_file = str(workdir / f"{kind}-bundle.{layout}")
+        captured = run_phase("capture", source, bundle_file, layout)
+        via_feed = capture_via_feed(source, str(workdir / f"{kind}-feed-bundle.{layout}"), layout)
         assert via_feed["hash"] == captured["hash"], "feed and database captures disagree"
         imported = run_phase("import", target, bundle_file, captured["hash"])
         latency = measure_reads(target, reads)
@@ -302,6 +316,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--reads", type=int, default=400)
     parser.add_argument("--pg", default=os.environ.get("AGENTHUB_TEST_PG_URL"))
+    parser.add_argument(
+        "--format", choices=LAYOUTS, default="json", help="bundle layout: json (v1) or jsonl (v2)"
+    )
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -315,7 +332,10 @@ def main() -> None:
         print(json.dumps(result))
         return
     kinds = ["sqlite"] + (["pg"] if args.pg else [])
-    print(f"hub-core pilot benchmark: {args.messages} messages, {args.reads} reads per database")
+    print(
+        f"hub-core pilot benchmark: {args.messages} messages, {args.reads} reads per database, "
+        f"{args.format} bundles"
+    )
     print(
         f"{'db':7} {'capture s':>9} {'cap RSS MB':>10} {'feed cap s':>10} {'feed RSS MB':>11} "
         f"{'import s':>9} {'imp RSS MB':>10} {'bundle MB':>9} {'read p50 ms':>11} "
@@ -323,7 +343,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="hubcore-bench-") as tmp:
         for kind in kinds:
-            r = bench(kind, args.messages, args.reads, args.pg, Path(tmp))
+            r = bench(kind, args.messages, args.reads, args.pg, Path(tmp), args.format)
             print(
                 f"{kind:7} {r['capture']['seconds']:9.2f} {r['capture']['rss_mb']:10.0f} "
                 f"{r['feed']['seconds']:10.2f} {r['feed']['rss_mb']:11.0f} "

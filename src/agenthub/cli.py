@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from agenthub import __version__
 from agenthub.bucketsync.agentside.buckets import app as buckets_app
 from agenthub.bucketsync.cli import app as bucketsync_app
 from agenthub.bucketsync.dashboard.cli import app as dashboard_app
@@ -35,11 +36,24 @@ app.add_typer(challenge_app, name="challenge")
 app.add_typer(dashboard_app, name="dashboard")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"agenthub {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     ctx: typer.Context,
     debug: bool = typer.Option(
         False, "--debug", envvar="AGENTHUB_DEBUG", help="Show the traceback of an error."
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print agenthub's version and exit.",
     ),
 ) -> None:
     ctx.meta[DEBUG_KEY] = debug

@@ -108,7 +108,7 @@ def test_bs_7_14_defaults_limit_10_desc_and_agents_asc_unlimited(world: World) -
         world.hub.clock.advance(30)  # type: ignore[attr-defined]
     page = get(world, "")
     assert len(page["items"]) == 10 and page["items"] == sorted(page["items"], reverse=True)
-    assert world.client.get("/v1/agents").json()["items"] == ["agent-a", "agent-b"]
+    assert world.client.get("/v1/agents").json()["items"] == ["agent-a.md", "agent-b.md"]
     bad = world.client.get("/v1/messages?order=sideways")
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_QUERY"
 
@@ -147,10 +147,10 @@ def test_bs_7_18_agents_filters_and_agentinfo(world: World) -> None:
     world.agent("agent-1", "alice")
     world.agent("agent-2", "bob")
     world.register("agent-2", "bob", model="special", harness="codex", force=True)
-    assert world.client.get("/v1/agents?hf_user=alice").json()["items"] == ["agent-1"]
-    assert world.client.get("/v1/agents?model=special").json()["items"] == ["agent-2"]
-    assert world.client.get("/v1/agents?harness=codex").json()["items"] == ["agent-2"]
-    assert world.client.get("/v1/agents?q=SPECIAL").json()["items"] == ["agent-2"]
+    assert world.client.get("/v1/agents?hf_user=alice").json()["items"] == ["agent-1.md"]
+    assert world.client.get("/v1/agents?model=special").json()["items"] == ["agent-2.md"]
+    assert world.client.get("/v1/agents?harness=codex").json()["items"] == ["agent-2.md"]
+    assert world.client.get("/v1/agents?q=SPECIAL").json()["items"] == ["agent-2.md"]
     expanded = world.client.get("/v1/agents?expand=true&hf_user=bob").json()["items"][0]
     assert expanded["agent_id"] == "agent-2" and expanded["model"] == "special"
 

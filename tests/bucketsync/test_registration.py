@@ -172,7 +172,7 @@ def test_bs_4_26_bs_5_5_registration_is_limited_to_3_per_minute(world: World) ->
 def test_bs_4_27_registration_is_write_through(world: World) -> None:
     world.client.get("/v1/agents")  # warm the listing cache; the TTL never passes here
     world.agent("agent-1", "alice")
-    assert world.client.get("/v1/agents").json()["items"] == ["agent-1"]
+    assert world.client.get("/v1/agents").json()["items"] == ["agent-1.md"]
     assert world.raw("agent-1", "hi").status_code == 201
 
 

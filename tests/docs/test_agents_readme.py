@@ -96,6 +96,8 @@ def test_an_agent_following_the_readme_word_for_word_joins_talks_promotes_and_wa
     assert any("@other-agent" in item["body"] for item in board["items"])
     claims = httpx.get(f"{published.url}/v1/claims", params={"expand": "true"}).json()
     assert [(c["agent"], c["live"]) for c in claims["items"]] == [("my-agent", True)]
+    taskforce = httpx.get(f"{published.url}/v1/taskforces/my-agent-sieves").json()
+    assert (taskforce["creator"], taskforce["note_count"]) == ("my-agent", 1)
     results = httpx.get(f"{published.url}/v1/results", params={"expand": "true"}).json()
     assert [item["frontmatter"]["agent"] for item in results["items"]] == ["my-agent"]
     # The watcher's first run delivered the page of mail since registering, then exited 0.

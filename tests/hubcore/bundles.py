@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import tracemalloc
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -105,3 +107,13 @@ def rehash(b: dict[str, Any]) -> dict[str, Any]:
     out["tombstones_count"] = len(out["tombstones"])
     out["tombstones_hash"] = tombstones_hash(out["tombstones"])
     return out
+
+
+def peak_traced_mb(action: Callable[[], object]) -> float:
+    """The most memory Python held at once (tracemalloc, MB) while `action` ran."""
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()

@@ -41,8 +41,8 @@ def write_v2(b: dict[str, Any], path: Path) -> Path:
 
 
 def captured(b: dict[str, Any], path: Path) -> Path:
-    """`b` (valid) written by `BundleWriter`, the way capture writes it."""
-    with BundleWriter(path) as writer:
+    """`b` (valid) written by `BundleWriter` as v2, the way `capture --format jsonl` does."""
+    with BundleWriter(path, "jsonl") as writer:
         for part in PARTS:
             writer.part(part, iter(b[part]))
         writer.finish(b["source"], b["captured_at"])

@@ -15,26 +15,26 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import insert, text
 
 from agenthub.clock import FrozenClock
 from agenthub.db import make_engine
 from agenthub.hubcore import bundlefile, import_snapshot
 from agenthub.hubcore import repository as repo
+from agenthub.hubcore.bundle_import import import_file, receiver_hashes
 from agenthub.hubcore.bundle_rules import SCHEMA, SCHEMA_V2
 from agenthub.hubcore.bundlefile import evidence_path, read_bundle, write_bundle
-from agenthub.hubcore.canonical import hash_normalized
-from agenthub.hubcore.capture import (
-    capture_database_to_file,
-    capture_from_database,
-    capture_from_statehub,
-)
+from agenthub.hubcore.canonical import hash_normalized, snapshot_hash
+from agenthub.hubcore.capture import capture_database_to_file, capture_from_database
+from agenthub.hubcore.capture_feed import capture_from_statehub, capture_statehub_to_file
 from agenthub.hubcore.errors import CaptureFailed
 from agenthub.hubcore.store import Database
 from agenthub.statehub import migrate as statehub_migrate
 from agenthub.statehub.app import create_app as create_statehub
+from agenthub.statehub.models import AgentMessage
 from agenthub.statehub.settings import StateHubSettings
 from tests.hubcore import bundles
+from tests.hubcore.bundles import peak_traced_mb
 from tests.hubcore.statehub_source import populate
 from tests.support.databases import require_pg, temporary_pg_database
 from tests.support.servers import live_server as serving
@@ -218,7 +218,12 @@ def test_bundle_is_private_and_evidence_holds_hashes_and_counts_only(
     assert statehub_url not in evidence_text and "postgresql://" not in evidence_text
 
 
-def test_capture_to_file_writes_the_same_bundle_and_evidence_as_it_reads(
+SEED_KEYS = {"schema", "source", "captured_at", "messages", "count", "content_hash"}
+# Receipts and tombstones travel beside the seed's keys, as every v1 bundle has carried them.
+PART_KEYS = {f"{p}{k}" for p in ("receipts", "tombstones") for k in ("", "_count", "_hash")}
+
+
+def test_capture_to_file_writes_the_seeds_v1_object_by_default(
     statehub_url: str,
     source: dict[str, str],
     clock: FrozenClock,
@@ -232,37 +237,75 @@ def test_capture_to_file_writes_the_same_bundle_and_evidence_as_it_reads(
     head, evidence_file = capture_database_to_file(
         statehub_url, out, clock=clock, captured_by="tests"
     )
-    # The streamed file is a v2 bundle (JSON Lines); read whole it is the same v1 object.
-    assert out.read_bytes().startswith(bundlefile.V2_HEADER)
-    streamed = read_bundle(out)
+    # The seed's bundle: one JSON object, read as JSON reads any file.
+    with out.open() as handle:
+        streamed = json.load(handle)
+    assert set(streamed) == SEED_KEYS | PART_KEYS
+    assert streamed["schema"] == SCHEMA == head["schema"]
+    assert list(streamed)[:4] == ["schema", "messages", "count", "content_hash"]
+    assert streamed["count"] == len(streamed["messages"]) == 21
+    # The hash a whole-file reader recomputes from the rows, as the seed defines it.
+    assert streamed["content_hash"] == snapshot_hash(streamed["messages"])
+    with hubcore_db.read_only() as session:  # the seed's entry point takes it as loaded
+        seed_check = import_snapshot(session, streamed, expected_hash=streamed["content_hash"])
+    assert seed_check.outcome == "valid"
     # PostgreSQL's source_time is each capture's own transaction time.
     for b in (streamed, whole, head):
         assert b["source"].pop("source_time")
     assert streamed == whole and "messages" not in head
-    assert {k: v for k, v in whole.items() if k not in bundlefile.PARTS} == {
-        **head,
-        "schema": SCHEMA,
-    }
-    assert head["schema"] == SCHEMA_V2
+    assert {k: v for k, v in whole.items() if k not in bundlefile.PARTS} == head
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     evidence, old_evidence = (
         json.loads(f.read_text()) for f in (evidence_file, evidence_path(old))
     )
     assert evidence["bundle_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
-    assert (evidence["bundle_schema"], old_evidence["bundle_schema"]) == (
-        SCHEMA_V2,
-        SCHEMA,
-    )
     for e in (evidence, old_evidence):
-        del e["bundle_sha256"], e["bundle_file"], e["source"]["source_time"], e["bundle_schema"]
+        del e["bundle_sha256"], e["bundle_file"], e["source"]["source_time"]
     assert evidence == old_evidence
-    # Both layouts of the same content import alike (bundles written before stay valid).
-    for bundle_file in (old, out):
-        with hubcore_db.read_only() as session:
-            result = import_snapshot(
-                session, read_bundle(bundle_file), expected_hash=whole["content_hash"]
-            )
-        assert result.outcome == "valid" and result.messages == 21
+    result = import_file(hubcore_db, out, expected_hash=whole["content_hash"], apply=True)
+    assert (result.outcome, result.messages) == ("imported", 21)
+    with hubcore_db.read_only() as session:
+        assert receiver_hashes(session)["receipts_hash"] == whole["receipts_hash"]
+
+
+def test_capture_to_file_writes_v2_json_lines_when_asked(
+    statehub_url: str,
+    source: dict[str, str],
+    clock: FrozenClock,
+    tmp_path: Path,
+    hubcore_db: Database,
+) -> None:
+    v1, v2 = tmp_path / "inbox.json", tmp_path / "inbox.jsonl"
+    capture_database_to_file(statehub_url, v1, clock=clock, captured_by="tests")
+    head, evidence_file = capture_database_to_file(
+        statehub_url, v2, clock=clock, captured_by="tests", layout="jsonl"
+    )
+    assert v2.read_bytes().startswith(bundlefile.V2_HEADER)
+    with pytest.raises(json.JSONDecodeError, match="Extra data"):
+        json.loads(v2.read_bytes())
+    assert head["schema"] == SCHEMA_V2
+    assert json.loads(evidence_file.read_text())["bundle_schema"] == SCHEMA_V2
+    as_v1, as_v2 = read_bundle(v1), read_bundle(v2)
+    for b in (as_v1, as_v2):
+        assert b["source"].pop("source_time")
+    assert as_v1 == as_v2  # the same rows, hashes and provenance in either layout
+    result = import_file(hubcore_db, v2, expected_hash=as_v1["content_hash"], apply=True)
+    assert (result.outcome, result.messages) == ("imported", 21)
+    again = import_file(hubcore_db, v1, expected_hash=as_v1["content_hash"], apply=True)
+    assert again.outcome == "unchanged"
+
+
+def test_capture_from_statehub_to_file_writes_v1_by_default(
+    statehub_url: str, source: dict[str, str], clock: FrozenClock, tmp_path: Path
+) -> None:
+    statehub = create_statehub(StateHubSettings(database_url=statehub_url), clock=clock)
+    out = tmp_path / "feed.json"
+    with serving(statehub) as base:
+        head, _ = capture_statehub_to_file(base, out, clock=clock, captured_by="tests", page_size=5)
+    bundle = json.loads(out.read_bytes())
+    assert set(bundle) == SEED_KEYS | PART_KEYS and bundle["schema"] == SCHEMA
+    assert bundle["content_hash"] == snapshot_hash(bundle["messages"]) == head["content_hash"]
+    assert bundle["count"] == 21
 
 
 def test_bundle_writer_refuses_rows_out_of_key_order_and_leaves_no_file(
@@ -279,7 +322,7 @@ def test_bundle_writer_refuses_rows_out_of_key_order_and_leaves_no_file(
             w.part(part, iter(part_rows))
         head, _ = w.finish({"instance": "x"}, "2026-01-01T00:00:00.000000Z")
     assert head["content_hash"] == hash_normalized(rows, lambda r: str(r["id"]))
-    assert read_bundle(out)["messages"] == rows
+    assert json.loads(out.read_bytes())["messages"] == rows
 
 
 def test_capture_needs_to_know_which_state_hub_it_read(
@@ -364,3 +407,52 @@ def test_capture_reads_the_label_state_hub_took_from_its_environment(
     bundle = capture(statehub_url, clock)
 
     assert bundle["source"]["instance"] == "statehub-prod-eu"
+
+
+MANY = 30_000
+
+
+def _seed_many(url: str, clock: FrozenClock) -> None:
+    engine = make_engine(url)
+    rows = (
+        {
+            "id": uuid.UUID(int=n),
+            "from_agent": "alice",
+            "to_agent": "*" if n % 10 == 0 else "state-hub",
+            "subject": f"subject {n}",
+            "body": f"{n} " + "b" * 600,
+            "kind": "message",
+            "created_at": clock.now(),
+        }
+        for n in range(1, MANY + 1)
+    )
+    try:
+        with engine.begin() as conn:
+            batch: list[dict[str, Any]] = []
+            for row in rows:
+                batch.append(row)
+                if len(batch) == 5_000:
+                    conn.execute(insert(AgentMessage), batch)
+                    batch = []
+            conn.execute(
+                text("INSERT INTO statehub_meta (key, value) VALUES ('instance_label', 'many')")
+            )
+    finally:
+        engine.dispose()
+
+
+def test_capture_to_a_v1_file_holds_a_batch_not_the_inbox(
+    statehub_url: str, clock: FrozenClock, tmp_path: Path
+) -> None:
+    _seed_many(statehub_url, clock)
+    out = tmp_path / "many.json"
+    streamed = peak_traced_mb(
+        lambda: capture_database_to_file(statehub_url, out, clock=clock, captured_by="tests")
+    )
+    size_mb = out.stat().st_size / 1e6
+    assert size_mb > 20 and json.loads(out.read_bytes())["count"] == MANY
+    # The broken variant: the capture that builds the bundle in memory holds every row.
+    whole = peak_traced_mb(lambda: capture(statehub_url, clock))
+    assert whole > 2 * size_mb
+    # A fetch batch (FETCH_BATCH rows, a sixth of this inbox) is what the capture holds.
+    assert streamed < 0.6 * size_mb and streamed < whole / 4, (streamed, size_mb, whole)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from typer.testing import CliRunner
 from agenthub.cli import app as cli
 from agenthub.clock import FrozenClock
 from agenthub.hubcore.app import create_app as create_hubcore
-from agenthub.hubcore.bundlefile import read_bundle
+from agenthub.hubcore.bundle_rules import SCHEMA
+from agenthub.hubcore.canonical import snapshot_hash
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.statehub.app import create_app as create_statehub
 from agenthub.statehub.settings import StateHubSettings
@@ -56,6 +58,7 @@ def test_captured_inbox_reads_the_same_through_hub_core(
     clock.advance(-7200)
     statehub = create_statehub(StateHubSettings(database_url=statehub_url), clock=clock)
     db_bundle, feed_bundle = tmp_path / "db.json", tmp_path / "feed.json"
+    lines_bundle = tmp_path / "feed.jsonl"
     with serving(statehub) as statehub_base, httpx.Client(base_url=statehub_base) as source:
         ids = populate(source, clock)
         run(["hubcore", "capture", "--source-db", statehub_url, "--out", str(db_bundle)])
@@ -71,15 +74,30 @@ def test_captured_inbox_reads_the_same_through_hub_core(
                 str(feed_bundle),
             ]
         )
+        run(
+            [
+                "hubcore",
+                "capture",
+                "--from-statehub",
+                statehub_base,
+                "--format",
+                "jsonl",
+                "--out",
+                str(lines_bundle),
+            ]
+        )
         clock.advance((datetime.now(UTC) - clock.now()).total_seconds())
         # The oracle: State Hub's own answers over the same frozen rows.
         oracle = [
             source.get("/messages/", params={"to_agent": READER, **case}).json() for case in CASES
         ]
 
-    captured = read_bundle(db_bundle)
+    # Both captures wrote the seed's bundle: one JSON object, its hash the seed's.
+    with db_bundle.open() as handle:
+        captured = json.load(handle)
     content_hash = captured["content_hash"]
-    assert read_bundle(feed_bundle)["content_hash"] == content_hash
+    assert captured["schema"] == SCHEMA and content_hash == snapshot_hash(captured["messages"])
+    assert json.loads(feed_bundle.read_text())["content_hash"] == content_hash
 
     env = {"HUBCORE_DATABASE_URL": hubcore_url}
     dry = run(["hubcore", "import", str(feed_bundle), "--expected-hash", content_hash], env)
@@ -89,6 +107,10 @@ def test_captured_inbox_reads_the_same_through_hub_core(
         ["hubcore", "import", str(db_bundle), "--expected-hash", content_hash, "--apply"], env
     )
     assert "exact repeat" in again.output
+    lines = run(
+        ["hubcore", "import", str(lines_bundle), "--expected-hash", content_hash, "--apply"], env
+    )
+    assert "exact repeat" in lines.output  # v2, written on request, reads the same
 
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with serving(create_hubcore(hubcore_settings(hubcore_url))) as base:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from agenthub.cli import app as cli
 from agenthub.hubcore.app import create_app
 from agenthub.hubcore.bundle_import import import_into
-from agenthub.hubcore.bundlefile import write_bundle
+from agenthub.hubcore.bundlefile import PARTS, BundleWriter
 from agenthub.hubcore.settings import HubCoreSettings
 from agenthub.hubcore.store import Database
 from tests.hubcore.bundles import bundle, inbox_bundle, message, rehash
@@ -22,7 +22,10 @@ TOKEN = "check-token"
 
 def check(hubcore_url: str, oracle: dict[str, Any], tmp_path: Path) -> tuple[int, str]:
     path = tmp_path / "oracle.json"
-    write_bundle(oracle, path)
+    with BundleWriter(path) as writer:  # the v1 file `agenthub hubcore capture` writes
+        for part in PARTS:
+            writer.part(part, iter(oracle[part]))
+        writer.finish(oracle["source"], oracle["captured_at"])
     settings = HubCoreSettings(
         database_url=hubcore_url, inbox_reads=True, operator_token=TOKEN, inbox_agent="state-hub"
     )

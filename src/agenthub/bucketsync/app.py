@@ -7,6 +7,7 @@ scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import scoring as scoring_routes
+from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
@@ -41,7 +43,7 @@ from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
-from agenthub.bucketsync.storage.base import BucketStore
+from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 from agenthub.heap import freeze_startup_objects
@@ -221,15 +223,20 @@ def _shared_state(
     )
 
 
-def idempotency_gate(settings: BucketSyncSettings, bus: RedisBus | None) -> RunningGate:
-    """Where a running Idempotency-Key is held: this process, or Redis for many workers."""
+def idempotency_gate(
+    settings: BucketSyncSettings, bus: RedisBus | None, recover: Callable[[], object]
+) -> RunningGate:
+    """Where a running Idempotency-Key is held: this process, or Redis for many workers
+    (where `recover` runs before a dead worker's key is taken over)."""
     if bus is None:
         return LocalGate()
     import redis
 
     from agenthub.bucketsync.scaleout.state import RedisGate
 
-    return RedisGate(redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix)
+    return RedisGate(
+        redis.Redis.from_url(bus.url, socket_timeout=5), settings.bus_key_prefix, recover=recover
+    )
 
 
 def build_scoring(
@@ -278,21 +285,31 @@ def create_app(
         else None
     )
 
-    keys = BucketIdempotency(store, settings.audit_bucket, clock, idempotency_gate(settings, bus))
+    # A key held by a worker that died is released once recovery has recorded its answer.
+    gate = idempotency_gate(
+        settings, bus, recover=lambda: journal.recover(hub, gate, starting=False)
+    )
+    keys = BucketIdempotency(store, settings.audit_bucket, clock, gate)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Before serving only what a wrong answer depends on: the buckets, and the journal
+        # (no orphan inbox copy, every landed post's answer recorded and its key free).
         prepare_buckets(hub)
-        sweep_store(hub.store)
-        journal.recover(hub)
         if bus is not None:
-            bus.check()
+            bus.check()  # recovery's lock is in Redis: say first that the bus is down
+        journal.recover(hub, gate)
+        # Garbage collection can run beside the first requests (it leaves young files).
+        sweeper = threading.Thread(target=sweep_store, args=(hub.store,), name="sweep")
+        sweeper.start()
+        if bus is not None:
             await bus.start()
         if scoring is not None:
             scoring.start()
         try:
             yield
         finally:
+            sweeper.join()
             if scoring is not None:
                 scoring.shutdown()
             if bus is not None:
@@ -300,7 +317,9 @@ def create_app(
             if hub.longpoll is not None:
                 hub.longpoll.registry.presence_map.close()
 
-    app = FastAPI(title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None)
+    app = FastAPI(
+        title="agenthub bucket-sync", version="1", lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
@@ -314,6 +333,7 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
     app.include_router(coordination.router)
+    app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
     if settings.storage == "local":
@@ -330,8 +350,16 @@ def create_app(
 
 def app_from_environment() -> FastAPI:
     """The uvicorn factory for `serve --workers N` (each worker reads the environment,
-    and freezes what it built before serving, as `serve` does for one worker)."""
-    app = create_app(load_settings())
+    and freezes what it built before serving, as `serve` does for one worker). A worker
+    that cannot build its app exits with uvicorn's start-up failure code, so the
+    supervisor stops rather than respawning it forever."""
+    from uvicorn.config import STARTUP_FAILURE
+
+    try:
+        app = create_app(load_settings())
+    except Exception:
+        log.exception("bucket-sync worker could not build its app")
+        raise SystemExit(STARTUP_FAILURE) from None
     freeze_startup_objects()
     return app
 
@@ -349,20 +377,29 @@ def sweep_store(store: BucketStore) -> None:
             )
 
 
+def _created_by_service_or_admin(hub: Hub, info: BucketInfo) -> bool:
+    if info.creator == SERVICE_USER:
+        return True
+    org = info.id.split("/", 1)[0]
+    return info.creator is not None and hub.identity.org_role(org, info.creator) == "admin"
+
+
 def prepare_buckets(hub: Hub) -> None:
     """Local mode creates the central and audit buckets (the service owns them); on HF the
-    bootstrap creates them and a missing one is reported, not created."""
+    bootstrap creates them and a missing one is reported, not created. A local bucket an
+    org admin created first (`agenthub buckets create`, as on the Hub) is accepted."""
     for bucket, private in (
         (hub.settings.central_bucket, False),
         (hub.settings.audit_bucket, True),
     ):
         info = hub.store.info(bucket)
         if info is not None:
-            if hub.settings.storage == "local" and info.creator != SERVICE_USER:
+            if hub.settings.storage == "local" and not _created_by_service_or_admin(hub, info):
                 # Whoever created it could write the "central record" themselves.
                 raise SettingsError(
-                    f"bucket {bucket} exists but was created by {info.creator!r}, not by "
-                    "bucket-sync; choose another CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
+                    f"bucket {bucket} exists but was created by {info.creator!r}, neither "
+                    "bucket-sync nor an admin of its org; choose another "
+                    "CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
                 )
             continue
         if hub.settings.storage == "local":

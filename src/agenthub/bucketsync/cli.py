@@ -12,6 +12,7 @@ from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
 from agenthub.clierrors import CliError, Commands
 from agenthub.heap import freeze_startup_objects
+from agenthub.pids import ProcessLock
 from agenthub.ports import BUCKETSYNC_PORT, require_free
 
 app = typer.Typer(
@@ -27,6 +28,11 @@ app.add_typer(users_app, name="users")
 
 # Parked long-polls would otherwise hold a shutdown for up to LONGPOLL_MAX_WAIT_S.
 SHUTDOWN_GRACE_S = 5
+# uvicorn's own default is 5 s: under load (~10 on 2 cores) a starting worker missed it,
+# was killed and respawned, and a restart took 30 s instead of 5 (issue 31).
+WORKER_HEALTHCHECK_TIMEOUT_S = 30
+# Held by every `serve` on a data directory for its life (`pids.ProcessLock`).
+SERVE_LOCK = "serve.lock"
 
 
 @app.command()
@@ -36,24 +42,30 @@ def serve(
     workers: int = typer.Option(
         1, help="Worker processes; more than one needs BUCKETSYNC_BUS_URL (Redis)."
     ),
+    worker_healthcheck_timeout: int = typer.Option(
+        WORKER_HEALTHCHECK_TIMEOUT_S,
+        "--worker-healthcheck-timeout",
+        envvar="BUCKETSYNC_WORKER_HEALTHCHECK_TIMEOUT_S",
+        min=1,
+        help="With --workers N: seconds a worker may take to answer the supervisor's "
+        "health ping before it is killed and replaced (starting workers included; raise "
+        "it on a loaded machine).",
+    ),
 ) -> None:
     """Run the bucket-sync HTTP API."""
     import uvicorn
 
-    from agenthub.bucketsync.app import create_app
-
     settings = load_settings()
     check_workers(settings, workers)
     check_bus(settings)
+    _lock = lock_data_dir(settings)  # held until serve returns (the process ends)
     require_free(host, port)
-    application = create_app(settings)
     bus = f"bus {settings.bus_url}" if settings.bus_url else "in-process notifier: one worker"
-    typer.echo(
-        f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
-        f"central {settings.central_bucket}, {bus}, workers {workers})",
-        err=True,
-    )
     if workers == 1:
+        from agenthub.bucketsync.app import create_app
+
+        application = create_app(settings)
+        announce(settings, host, port, bus, workers)
         freeze_startup_objects()
         uvicorn.run(
             application,
@@ -64,7 +76,9 @@ def serve(
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     else:
-        # Each worker builds its own app from the environment; they share Redis.
+        # Each worker builds its own app from the environment; they share Redis. The
+        # supervisor builds none: its start-up is on the path of every worker's.
+        announce(settings, host, port, bus, workers)
         uvicorn.run(
             "agenthub.bucketsync.app:app_from_environment",
             factory=True,
@@ -73,7 +87,35 @@ def serve(
             log_level="info",
             workers=workers,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            timeout_worker_healthcheck=worker_healthcheck_timeout,
         )
+
+
+def announce(settings: BucketSyncSettings, host: str, port: int, bus: str, workers: int) -> None:
+    typer.echo(
+        f"bucket-sync on http://{host}:{port} (storage {settings.storage}, "
+        f"central {settings.central_bucket}, {bus}, workers {workers})",
+        err=True,
+    )
+
+
+def lock_data_dir(settings: BucketSyncSettings) -> ProcessLock:
+    """Refuse a second `serve` on one data directory unless every one of them has the bus:
+    without it each caches its own listings, and reads of the other's writes would be up
+    to LISTING_TTL_S stale. Servers with the bus share it (the lock is taken shared)."""
+    lock = ProcessLock(settings.data_dir / SERVE_LOCK)
+    holder = lock.take(shared=bool(settings.bus_url))
+    if holder is None:
+        return lock
+    who = f"pid {holder}" if holder else "another process"
+    raise CliError(
+        f"another bucket-sync serve ({who}) is serving BUCKETSYNC_DATA_DIR="
+        f"{settings.data_dir}; without a shared BUCKETSYNC_BUS_URL two servers would each "
+        f"serve reads up to LISTING_TTL_S={settings.listing_ttl_s:g} s stale",
+        hint="stop the other serve, use one serve with --workers N, or set "
+        "BUCKETSYNC_BUS_URL=redis://... for every serve on this directory",
+        exit_code=UNAVAILABLE_EXIT,
+    )
 
 
 def check_workers(settings: BucketSyncSettings, workers: int) -> None:
@@ -98,10 +140,11 @@ def check_bus(settings: BucketSyncSettings) -> None:
     `--workers N` uvicorn's supervisor would otherwise exit 0 after its workers die."""
     if not settings.bus_url:
         return
-    from agenthub.bucketsync.app import redis_bus
+    # Not through `app`: with --workers N the supervisor never imports the application.
+    from agenthub.bucketsync.scaleout.bus import RedisBus
 
     try:
-        redis_bus(settings.bus_url, settings.bus_key_prefix).check()
+        RedisBus(settings.bus_url, settings.bus_key_prefix).check()
     except StorageUnavailable as exc:
         cause = exc.__cause__ or exc
         raise CliError(
@@ -133,13 +176,53 @@ def users_add(
     """Create a user in the org and print the new token alone on stdout (an existing
     name is refused unless --rotate)."""
     from agenthub.bucketsync.identity.local import add_user
-    from agenthub.bucketsync.settings import OfflineSettings
 
-    data_dir = OfflineSettings().data_dir
-    token = add_user(data_dir / "users.json", name, role=role, email=email, rotate=rotate)
+    path = users_file()
+    token = add_user(path, name, role=role, email=email, rotate=rotate)
     if rotate:
         typer.echo(f"{name}: new token issued; the old token is revoked", err=True)
+    typer.echo(f"{name} ({role}) is in {path}", err=True)
     sys.stdout.write(token + "\n")
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """Print each user: name, role, email (tokens are never stored, only their digests)."""
+    from agenthub.bucketsync.identity.local import list_users
+
+    path = users_file()
+    users = list_users(path)
+    for name, record in users.items():
+        typer.echo(f"{name}\t{record['role'] or '(revoked)'}\t{record['email'] or ''}")
+    typer.echo(f"{len(users)} users in {path}", err=True)
+
+
+@users_app.command("remove")
+def users_remove(name: str = typer.Argument(..., help="The user to delete.")) -> None:
+    """Delete a user: its token stops working at its next request."""
+    from agenthub.bucketsync.identity.local import remove_user
+
+    path = users_file()
+    remove_user(path, name)
+    typer.echo(f"{name} removed from {path}; its token no longer works", err=True)
+
+
+def users_file() -> Path:
+    """The identity store `serve` reads: BUCKETSYNC_DATA_DIR/users.json. Without the
+    variable the default ./var/bucketsync must exist here, so a command run from another
+    directory does not start a second, unseen store."""
+    import os
+
+    from agenthub.bucketsync.settings import OfflineSettings
+
+    data_dir = OfflineSettings().data_dir.resolve()
+    if "BUCKETSYNC_DATA_DIR" not in {key.upper() for key in os.environ} and not data_dir.is_dir():
+        raise CliError(
+            f"no bucket-sync data directory at {data_dir}",
+            hint="run this in the directory where `agenthub up` or `agenthub challenge init` "
+            "ran (it holds var/bucketsync), or set BUCKETSYNC_DATA_DIR to the server's",
+        )
+    return data_dir / "users.json"
 
 
 @app.command("backfill-inbox")
@@ -180,8 +263,8 @@ def mcp() -> None:
 
 @app.command()
 def unread(
-    url: str = typer.Option(..., "--url", help="bucket-sync's base URL"),
-    agent: str = typer.Option(..., "--agent", help="your agent id"),
+    url: str = typer.Option(..., "--url", envvar="BUCKETSYNC_URL", help="bucket-sync's base URL"),
+    agent: str = typer.Option(..., "--agent", envvar="AGENT_ID", help="your agent id"),
 ) -> None:
     """Print "N unread for you (mentions: k)": the harness hook GET /v1/setup configures.
     Counts only (never a message body), after your watcher's cursor; moves nothing."""
@@ -190,7 +273,9 @@ def unread(
     try:
         typer.echo(unread_line(*unread_counts(url, agent)))
     except UnreadError as exc:
-        raise CliError(str(exc), hint="check --url, and that the server is up") from exc
+        raise CliError(
+            str(exc), hint="check --url (or BUCKETSYNC_URL), and that the server is up"
+        ) from exc
 
 
 verify_app = typer.Typer(help="The verifier (VERIFIER_ENABLED): offline maintenance.")

@@ -9,9 +9,10 @@ them into the uniform `{"error": {code, message, hint}}` body.
     ├── BucketNotOwnedByCaller, IdentityMismatch,
     │   NotOrganizer, Forbidden                   the caller may not do this
     ├── NotRegistered, NotFound, SourceNotFound,
-    │   JobsDisabled, ChannelNotFound             nothing (enabled) by that name
+    │   JobsDisabled, ChannelNotFound,
+    │   TaskforceNotFound                         nothing (enabled) by that name
     ├── AgentIdTaken, AlreadyPromoted, Conflict,
-    │   ChannelExists                             clashes with what exists
+    │   ChannelExists, TaskforceExists            clashes with what exists
     ├── BucketMissing                             a precondition bucket is absent
     ├── PayloadTooLarge, SyncTooLarge             over a size limit
     ├── BudgetTooSmall                            a token budget below the `minimum`
@@ -96,6 +97,10 @@ class ChannelNotFound(BucketSyncError):
     code = "CHANNEL_NOT_FOUND"
 
 
+class TaskforceNotFound(BucketSyncError):
+    code = "TASKFORCE_NOT_FOUND"
+
+
 class AgentIdTaken(BucketSyncError):
     code = "AGENT_ID_TAKEN"
 
@@ -114,6 +119,10 @@ class Conflict(BucketSyncError):
 
 class ChannelExists(BucketSyncError):
     code = "CHANNEL_EXISTS"
+
+
+class TaskforceExists(BucketSyncError):
+    code = "TASKFORCE_EXISTS"
 
 
 class SyncTooLarge(BucketSyncError):

@@ -175,6 +175,13 @@ class BucketSyncSettings(OfflineSettings):
         return f"{self.org}/{self.collab_slug}-{agent_id}"
 
 
+# Where a challenge's variables are: `agenthub up` and `agenthub challenge init` write them.
+ENV_HINT = (
+    "load the challenge's environment first: `set -a; . var/challenge.env; set +a` "
+    "(written by `agenthub up` or `agenthub challenge init challenge.yaml`)"
+)
+
+
 def load_settings(**overrides: object) -> BucketSyncSettings:
     """Read settings from the environment; fail with one message naming what is missing."""
     try:
@@ -185,7 +192,8 @@ def load_settings(**overrides: object) -> BucketSyncSettings:
         )
         if missing:
             raise SettingsError(
-                "bucket-sync needs these environment variables: " + ", ".join(missing)
+                "bucket-sync needs these environment variables: " + ", ".join(missing),
+                hint=ENV_HINT,
             ) from exc
         problems = "; ".join(err["msg"] for err in exc.errors())
         raise SettingsError(f"bucket-sync configuration is invalid: {problems}") from exc

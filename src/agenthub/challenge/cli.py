@@ -74,6 +74,11 @@ def init(
             f"start it: set -a; . {env_out}; set +a; {hint}agenthub bucketsync serve"
             f"{serve_options(service_url)}"
         )
+    if not dry_run and target == "local":
+        typer.echo(
+            f"users: {hint}agenthub bucketsync users add NAME --role admin|contributor"
+            "   (prints the user's token; `users list` shows them)"
+        )
     if not dry_run and challenge.verification.mode == "eval-space":
         typer.echo(
             f"verify (eval-space): same environment, {hint}"

@@ -18,6 +18,7 @@ from agenthub.hubcore.auth import OperatorToken
 from agenthub.hubcore.errors import ConfigurationError
 from agenthub.hubcore.feedclient import HttpFeedSource
 from agenthub.hubcore.follower import Follower, FollowOptions
+from agenthub.hubcore.followlock import sole_follower
 from agenthub.hubcore.freshness import FreshnessReport
 from agenthub.hubcore.projection import InboxProjection
 from agenthub.hubcore.settings import HubCoreSettings
@@ -60,6 +61,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
         following = settings.statehub_url is not None
         task: asyncio.Task[None] | None = None
         source: HttpFeedSource | None = None
+        held = contextlib.ExitStack()
         try:
             if settings.auto_migrate:
                 migrate.upgrade(engine)
@@ -80,6 +82,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
                     max_lag_s=settings.max_lag_s,
                 )
             if settings.statehub_url is not None:
+                held.enter_context(sole_follower(engine))
                 source = HttpFeedSource(settings.statehub_url)
                 app.state.follower = Follower(db, source, clock, follow_options(settings))
                 task = asyncio.create_task(app.state.follower.run())
@@ -91,6 +94,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
                     await task
             if source is not None:
                 await source.aclose()
+            held.close()
             engine.dispose()
 
     app = FastAPI(
@@ -99,6 +103,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
         lifespan=lifespan,
         responses=errors.COMMON,
         docs_url=None,
+        redoc_url=None,
     )
     serve_docs(app)
     errors.install(app)

@@ -21,12 +21,12 @@ from sqlalchemy.orm import Session
 from agenthub.clock import Clock, SystemClock
 from agenthub.hubcore import bundlefile
 from agenthub.hubcore import repository as repo
+from agenthub.hubcore.bundle_objectreader import read_object
 from agenthub.hubcore.bundle_rules import (
     BUNDLE_PARTS,
     SCHEMA,
-    RowStream,
-    StreamedBundle,
     ValidBundle,
+    check_head,
     closure_refused,
     validate_bundle,
 )
@@ -40,6 +40,7 @@ from agenthub.hubcore.canonical import (
 )
 from agenthub.hubcore.errors import SnapshotRejected
 from agenthub.hubcore.models import SourceCursor
+from agenthub.hubcore.row_stream import RowsOutOfOrder, RowStream, StreamedBundle
 from agenthub.hubcore.staged_swap import ProjectionLoader, indexes_built_after
 from agenthub.hubcore.store import Database
 
@@ -199,7 +200,7 @@ def receiver_hashes(session: Session) -> dict[str, str]:
     }
 
 
-# -- a v2 bundle, streamed ----------------------------------------------------------------
+# -- a bundle file, streamed --------------------------------------------------------------
 
 DIFFERENCES_LISTED = 1_000
 # The rules needing every id, in the order the v1 rules apply them.
@@ -273,23 +274,27 @@ class _Comparer:
 
 def _stream(
     session: Session,
-    path: Path,
+    items: Iterator[tuple[str, Any]],
     *,
+    v1: bool,
     expected_hash: str,
     empty: bool,
     progress: Callable[[int], None] | None,
 ) -> StreamedBundle:
-    """Check every row of a v2 bundle as it is read; into an empty receiver load it, over
-    a filled one compare it. Raises `SnapshotRejected`; the caller rolls back."""
+    """Check every row of a bundle file as it is read (`items`: its rows, then its
+    trailer, or a v1 object's head); into an empty receiver load it, over a filled one
+    compare it. Raises `SnapshotRejected`; the caller rolls back."""
     rules = RowStream()
     sink: ProjectionLoader | _Comparer = (
         ProjectionLoader(session, progress) if empty else _Comparer(session)
     )
     with indexes_built_after(session) if empty else nullcontext():
-        for part, raw in bundlefile.read_lines(path):
+        for part, raw in items:
             if part == bundlefile.TRAILER:
                 if not isinstance(raw, Mapping):
                     raise SnapshotRejected("malformed_bundle", "the trailer is not an object")
+                if v1:
+                    check_head(raw)
                 streamed = rules.finish(raw, expected_hash=expected_hash)
                 break
             row = rules.add(part, raw)
@@ -317,25 +322,47 @@ def import_file(
     progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Validate the bundle file at `path` (and, with `apply=True`, import it): what the
-    CLI runs. A v1 file is read whole and goes through `import_into`. A v2 file is
-    streamed in one transaction: into an empty receiver its rows are checked and
-    bulk-loaded as they are read, the rules needing every id run in SQL over the loaded
-    rows, and the transaction commits only with `apply=True` once every rule passed
-    (validation writes too, then rolls back: it needs the rows somewhere); over a filled
-    receiver it is compared row by row and writes nothing. A filled receiver holding
-    exactly the bundle passed those rules when it was imported, so they are not run again."""
-    if not bundlefile.is_v2(path):
+    CLI runs. A v1 file (the seed's one JSON object) is parsed incrementally, a v2 file
+    line by line; either is streamed in one transaction: into an empty receiver its rows
+    are checked and bulk-loaded as they are read, the rules needing every id run in SQL
+    over the loaded rows, and the transaction commits only with `apply=True` once every
+    rule passed (validation writes too, then rolls back: it needs the rows somewhere);
+    over a filled receiver it is compared row by row and writes nothing. A filled
+    receiver holding exactly the bundle passed those rules when it was imported, so they
+    are not run again.
+
+    A v1 object whose rows are not in key order (JSON does not order them, and the seed's
+    hash sorts them; every capture writes them in order) cannot be checked as it is
+    read: that attempt is rolled back and the file is read whole (`import_into`)."""
+    if bundlefile.is_v2(path):
+        return _import_streamed(
+            db, bundlefile.read_lines(path), False, expected_hash, apply, clock, progress
+        )
+    try:
+        return _import_streamed(db, read_object(path), True, expected_hash, apply, clock, progress)
+    except RowsOutOfOrder:
         bundle = bundlefile.read_bundle(path)
         return import_into(
             db, bundle, expected_hash=expected_hash, apply=apply, clock=clock, progress=progress
         )
+
+
+def _import_streamed(
+    db: Database,
+    items: Iterator[tuple[str, Any]],
+    v1: bool,
+    expected_hash: str,
+    apply: bool,
+    clock: Clock | None,
+    progress: Callable[[int], None] | None,
+) -> ImportResult:
     unit = db.write() if apply else db.scratch()
     with unit as session:
         if apply:
             repo.lock_projection(session)
         empty = not any(repo.row_counts(session).values())
         streamed = _stream(
-            session, path, expected_hash=expected_hash, empty=empty, progress=progress
+            session, items, v1=v1, expected_hash=expected_hash, empty=empty, progress=progress
         )
         outcome: Outcome = "unchanged" if not empty else "imported" if apply else "valid"
         if outcome == "imported":

@@ -1,7 +1,7 @@
 """The rules a snapshot bundle must pass before it is imported, receiver aside.
 
 `validate_bundle(bundle, expected_hash=...)` checks a
-`hub-core.statehub-inbox-snapshot.v1` bundle (one JSON object, read whole) and
+`hub-core.statehub-inbox-snapshot.v1` bundle (one JSON object, in memory) and
 returns its rows canonical and ordered roots-first, or raises `SnapshotRejected`
 with a stable code and the offending row ids:
 
@@ -15,23 +15,18 @@ with a stable code and the offending row ids:
 
 The rule that needs the receiver (`receiver_differs`) is `bundle_import`'s.
 
-A v2 bundle (JSON Lines, see `bundlefile`) is checked as it is read, in bounded
-memory, by `RowStream`: each part's rows must arrive strictly in key order (an
-equal key is a duplicate, a smaller one `malformed_bundle`), are normalized and
-hashed on the way, and the trailer's counts, hashes and provenance are checked
-at its end. The rules that need every id at once (thread roots and cycles,
-supersedes targets, orphan receipts, tombstoned rows present) are `bundle_import`'s,
-in SQL over the rows it loaded.
+A bundle file (v1 or v2, see `bundlefile`) is checked as it is read, in bounded
+memory, by `row_stream.RowStream` with the same codes; the rules here that check a
+bundle's fields other than its rows (`check_head`) serve both.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenthub.contracts.inbox_feed import CursorError, canonical_bytes, decode_cursor
+from agenthub.contracts.inbox_feed import CursorError, decode_cursor
 from agenthub.hubcore.canonical import (
     MalformedRow,
     Row,
@@ -53,6 +48,10 @@ BUNDLE_PARTS: dict[str, tuple[str, str, Callable[[Row], str]]] = {
     "receipts": ("receipts_count", "receipts_hash", receipt_key),
     "tombstones": ("tombstones_count", "tombstones_hash", lambda r: str(r["message_id"])),
 }
+# The top-level fields of a v1 bundle besides its parts' rows.
+HEAD_FIELDS = frozenset(
+    ("schema", "source", "captured_at", *(f for c, h, _ in BUNDLE_PARTS.values() for f in (c, h)))
+)
 # part -> (its normalizer, the code for an unreadable row, the id field named, the
 # code for a repeated key)
 PART_RULES: dict[str, tuple[Callable[[Any], Row], str, str, str]] = {
@@ -107,13 +106,13 @@ class ValidBundle:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _id_of(row: Any, position: int, key: str = "id") -> str:
+def id_of(row: Any, position: int, key: str = "id") -> str:
     if isinstance(row, Mapping) and isinstance(row.get(key), str) and row.get(key):
         return str(row[key])
     return f"#{position}"
 
 
-def _require(bundle: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+def require(bundle: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     value = bundle.get(key)
     if key not in bundle or isinstance(value, bool) or not isinstance(value, kind):
         raise SnapshotRejected(
@@ -124,7 +123,7 @@ def _require(bundle: Mapping[str, Any], key: str, kind: type | tuple[type, ...])
     return value
 
 
-def _check_provenance(bundle: Mapping[str, Any]) -> dict[str, Any]:
+def check_provenance(bundle: Mapping[str, Any]) -> dict[str, Any]:
     source = bundle.get("source")
     hint = (
         "a bundle must say where it came from: source.instance, source.cursor (v1:<n>), "
@@ -153,6 +152,26 @@ def _check_provenance(bundle: Mapping[str, Any]) -> dict[str, Any]:
     return dict(source)
 
 
+def check_schema(bundle: Mapping[str, Any]) -> None:
+    if bundle.get("schema") != SCHEMA:
+        raise SnapshotRejected(
+            "unsupported_schema",
+            f"bundle schema is {bundle.get('schema')!r:.60}, expected {SCHEMA!r}",
+            hint="this importer reads v1 and v2 snapshot bundles; recapture with "
+            "`agenthub hubcore capture`",
+        )
+
+
+def check_head(bundle: Mapping[str, Any]) -> dict[str, Any]:
+    """The rules on a v1 bundle's fields other than its rows and their counts and hashes:
+    schema, provenance, each part a list. Its source."""
+    check_schema(bundle)
+    source = check_provenance(bundle)
+    for part in BUNDLE_PARTS:
+        require(bundle, part, list)
+    return source
+
+
 def _normalize_all(
     rows: Sequence[Any], normalize: Callable[[Any], Row], code: str, key: str
 ) -> list[Row]:
@@ -163,14 +182,14 @@ def _normalize_all(
         try:
             good.append(normalize(row))
         except MalformedRow as exc:
-            bad.append(_id_of(row, position, key))
+            bad.append(id_of(row, position, key))
             reasons.append(str(exc))
     if bad:
-        raise _unreadable(code, bad, reasons[0])
+        raise unreadable(code, bad, reasons[0])
     return good
 
 
-def _unreadable(code: str, bad: list[str], first_reason: str) -> SnapshotRejected:
+def unreadable(code: str, bad: list[str], first_reason: str) -> SnapshotRejected:
     return SnapshotRejected(
         code,
         f"{len(bad)} row(s) cannot be read (first problem: {first_reason})",
@@ -190,7 +209,7 @@ def _duplicates(keys: Sequence[str]) -> list[str]:
     return dupes
 
 
-def _repeated(part: str, keys: list[str]) -> SnapshotRejected:
+def repeated(part: str, keys: list[str]) -> SnapshotRejected:
     code = PART_RULES[part][3]
     if part == "messages":
         message, hint = "message id(s) occur more than once", "a snapshot holds each message once"
@@ -208,11 +227,11 @@ def _check_count_and_hash(
     what: str, declared_count: int, declared_hash: str, rows: list[Row], key: Callable[[Row], str]
 ) -> str:
     actual = hash_normalized(rows, key)
-    _check_declared(what, declared_count, declared_hash, len(rows), actual)
+    check_declared(what, declared_count, declared_hash, len(rows), actual)
     return actual
 
 
-def _check_declared(
+def check_declared(
     what: str, declared_count: int, declared_hash: str, count: int, actual_hash: str
 ) -> None:
     if declared_count != count:
@@ -229,7 +248,7 @@ def _check_declared(
         )
 
 
-def _check_operators_hash(expected_hash: str, actual_hash: str) -> None:
+def check_operators_hash(expected_hash: str, actual_hash: str) -> None:
     if expected_hash != actual_hash:
         raise SnapshotRejected(
             "hash_mismatch",
@@ -282,31 +301,23 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
             f"a bundle is a JSON object, got {type(bundle).__name__}",
             hint="pass the file `agenthub hubcore capture` wrote",
         )
-    if bundle.get("schema") != SCHEMA:
-        raise SnapshotRejected(
-            "unsupported_schema",
-            f"bundle schema is {bundle.get('schema')!r:.60}, expected {SCHEMA!r}",
-            hint="this importer reads only v1 snapshot bundles",
-        )
-    source = _check_provenance(bundle)
-    raw_messages = _require(bundle, "messages", list)
-    raw_receipts = _require(bundle, "receipts", list)
-    raw_tombstones = _require(bundle, "tombstones", list)
-    count = _require(bundle, "count", int)
-    content_hash = _require(bundle, "content_hash", str)
-    receipts_count = _require(bundle, "receipts_count", int)
-    receipts_digest = _require(bundle, "receipts_hash", str)
-    tombstones_count = _require(bundle, "tombstones_count", int)
-    tombstones_digest = _require(bundle, "tombstones_hash", str)
+    source = check_head(bundle)
+    raw_messages, raw_receipts, raw_tombstones = (bundle[part] for part in BUNDLE_PARTS)
+    count = require(bundle, "count", int)
+    content_hash = require(bundle, "content_hash", str)
+    receipts_count = require(bundle, "receipts_count", int)
+    receipts_digest = require(bundle, "receipts_hash", str)
+    tombstones_count = require(bundle, "tombstones_count", int)
+    tombstones_digest = require(bundle, "tombstones_hash", str)
 
     messages = _normalize_all(raw_messages, normalize_message, "malformed_rows", "id")
     dupes = _duplicates([m["id"] for m in messages])
     if dupes:
-        raise _repeated("messages", dupes)
+        raise repeated("messages", dupes)
     actual_hash = _check_count_and_hash(
         "messages", count, content_hash, messages, key=lambda r: str(r["id"])
     )
-    _check_operators_hash(expected_hash, actual_hash)
+    check_operators_hash(expected_hash, actual_hash)
 
     ids = {m["id"] for m in messages}
     ordered = thread_order(messages)
@@ -321,7 +332,7 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
     receipts = _normalize_all(raw_receipts, normalize_receipt, "malformed_receipts", "message_id")
     receipt_dupes = _duplicates([receipt_key(r) for r in receipts])
     if receipt_dupes:
-        raise _repeated("receipts", receipt_dupes)
+        raise repeated("receipts", receipt_dupes)
     orphans = [receipt_key(r) for r in receipts if r["message_id"] not in ids]
     if orphans:
         raise closure_refused("orphan_receipts", orphans)
@@ -334,7 +345,7 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
     )
     tomb_dupes = _duplicates([t["message_id"] for t in tombstones])
     if tomb_dupes:
-        raise _repeated("tombstones", tomb_dupes)
+        raise repeated("tombstones", tomb_dupes)
     resurrected = [t["message_id"] for t in tombstones if t["message_id"] in ids]
     if resurrected:
         raise closure_refused("tombstoned_rows_present", resurrected)
@@ -354,125 +365,4 @@ def validate_bundle(bundle: Any, *, expected_hash: str) -> ValidBundle:
         content_hash=actual_hash,
         receipts_hash=receipts_actual,
         tombstones_hash=tombstones_actual,
-    )
-
-
-@dataclass
-class _PartState:
-    sha: Any = field(default_factory=lambda: hashlib.sha256(b"["))
-    count: int = 0
-    last: str = ""
-    bad: list[str] = field(default_factory=list)
-    first_reason: str = ""
-    repeated: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class StreamedBundle:
-    """What the trailer of a streamed bundle declared, once every rule on it passed."""
-
-    source: dict[str, Any]
-    captured_at: str
-    counts: dict[str, int]
-    hashes: dict[str, str]
-
-    @property
-    def content_hash(self) -> str:
-        return self.hashes["messages"]
-
-
-class RowStream:
-    """The per-row rules of a v2 bundle, fed one row at a time (see the module's doc).
-
-    `add(part, raw)` returns the canonical row, or None for a row that cannot be read
-    (all of a part's unreadable rows are named once the part ends); `finish(trailer,
-    expected_hash=...)` checks the trailer. Memory holds one part's problems, not rows.
-    """
-
-    def __init__(self) -> None:
-        self._order = tuple(BUNDLE_PARTS)
-        self._index = -1
-        self._states: dict[str, _PartState] = {}
-
-    @property
-    def part(self) -> str | None:
-        return self._order[self._index] if self._index >= 0 else None
-
-    def _enter(self, part: str) -> _PartState:
-        if part not in BUNDLE_PARTS:
-            raise _malformed_stream(f"a row of unknown part {part!r:.30}")
-        index = self._order.index(part)
-        if index < self._index:
-            raise _malformed_stream(f"a {part} row after the {self.part} rows")
-        while self._index < index:
-            self._close()
-            self._index += 1
-            self._states[self._order[self._index]] = _PartState()
-        return self._states[part]
-
-    def _close(self) -> None:
-        if self._index < 0:
-            return
-        part = self._order[self._index]
-        state = self._states[part]
-        if state.bad:
-            raise _unreadable(PART_RULES[part][1], state.bad, state.first_reason)
-        if state.repeated:
-            raise _repeated(part, state.repeated)
-
-    def add(self, part: str, raw: Any) -> Row | None:
-        state = self._enter(part)
-        normalize, _, id_field, _ = PART_RULES[part]
-        try:
-            row = normalize(raw)
-        except MalformedRow as exc:
-            if not state.bad:
-                state.first_reason = str(exc)
-            state.bad.append(_id_of(raw, state.count + len(state.bad), id_field))
-            return None
-        key = BUNDLE_PARTS[part][2](row)
-        if state.count and key <= state.last:
-            if key < state.last:
-                raise _malformed_stream(f"{part} rows out of key order at {key!r:.80}")
-            if key not in state.repeated:
-                state.repeated.append(key)
-        text = canonical_bytes(row)
-        if state.count:
-            state.sha.update(b",")
-        state.sha.update(text)
-        state.count += 1
-        state.last = key
-        return row
-
-    def finish(self, trailer: Mapping[str, Any], *, expected_hash: str) -> StreamedBundle:
-        """Every rule on the trailer: provenance, and each part's count and hash."""
-        self._enter(self._order[-1])
-        self._close()
-        source = _check_provenance(trailer)
-        counts: dict[str, int] = {}
-        hashes: dict[str, str] = {}
-        for part, (count_key, hash_key, _) in BUNDLE_PARTS.items():
-            declared_count = _require(trailer, count_key, int)
-            declared_hash = _require(trailer, hash_key, str)
-            state = self._states[part]
-            sha = state.sha.copy()
-            sha.update(b"]")
-            hashes[part] = sha.hexdigest()
-            counts[part] = state.count
-            _check_declared(part, declared_count, declared_hash, state.count, hashes[part])
-            if part == "messages":
-                _check_operators_hash(expected_hash, hashes[part])
-        return StreamedBundle(
-            source=source,
-            captured_at=canonical_timestamp(trailer["captured_at"], "captured_at"),
-            counts=counts,
-            hashes=hashes,
-        )
-
-
-def _malformed_stream(problem: str) -> SnapshotRejected:
-    return SnapshotRejected(
-        "malformed_bundle",
-        f"the bundle holds {problem}",
-        hint="a v2 bundle holds each part's rows in key order, parts in order; recapture it",
     )

@@ -1,9 +1,10 @@
 """Where a bundle lives: a private file (0600) and, beside it, evidence with no bodies.
 
-Two layouts of the same content: v1, one JSON object (`write_bundle`, and every
-bundle captured before v2; read whole), and v2, JSON Lines written row by row by
-`BundleWriter` (what `agenthub hubcore capture` writes) and read line by line by
-`read_lines`, so neither capture nor import holds the inbox in memory.
+Two layouts of the same content, both written row by row by `BundleWriter`: v1, the
+seed's one JSON object (`hub-core.statehub-inbox-snapshot.v1`, what `agenthub hubcore
+capture` writes by default; read incrementally by `bundle_objectreader`), and v2, JSON
+Lines (`--format jsonl`; read line by line by `read_lines`). Neither capture nor import
+holds the inbox in memory.
 
 The bundle holds message bodies and stays in private storage. The evidence
 file (`<bundle>.evidence.json`) holds hashes and counts only — never a body,
@@ -17,7 +18,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 import orjson
 
@@ -43,6 +44,9 @@ EVIDENCE_SOURCE_KEYS = (
 
 
 PARTS = BUNDLE_PARTS
+# The file layouts `BundleWriter` writes: "json" is v1 (the seed's), "jsonl" v2.
+Layout = Literal["json", "jsonl"]
+LAYOUTS: tuple[Layout, ...] = ("json", "jsonl")
 TRAILER = "trailer"
 HEADER_MAX = 4096
 V2_HEADER = orjson.dumps({"schema": SCHEMA_V2}) + b"\n"
@@ -111,27 +115,34 @@ def _write_evidence(path: Path, evidence: dict[str, Any]) -> Path:
 
 
 class BundleWriter:
-    """A v2 bundle written as its rows arrive, so memory does not grow with the inbox.
+    """A bundle written as its rows arrive, so memory does not grow with the inbox.
 
-    A v2 bundle is JSON Lines: the header `{"schema": "…v2"}`, then one line per row,
-    `{"part": "messages", "row": {…canonical row…}}` (messages, receipts, tombstones, in
-    that order, each part's rows strictly in key order), then the trailer
+    `layout="json"` (the default) writes v1, the seed's one JSON object, its keys in the
+    order they become known: `schema`, then each part's rows (messages, receipts,
+    tombstones) followed by its count and hash, then `source` and `captured_at`.
+    `json.load` reads it as the same object `write_bundle` writes.
+
+    `layout="jsonl"` writes v2, JSON Lines: the header `{"schema": "…v2"}`, then one line
+    per row, `{"part": "messages", "row": {…canonical row…}}`, then the trailer
     `{"part": "trailer", …}` with each part's count and hash, `source` and
-    `captured_at`: the fields of the v1 object but its rows. Its hashes are the v1
-    bundle's, so the same rows hash the same in either layout. Each part's hash is taken
-    on the way (the rows must arrive strictly ordered by key, which is also what makes
-    a duplicate impossible), and so are the file's own sha256 and the evidence
-    breakdown. The file is private (0600) from its first byte and appears at `path`
-    only once `finish` has written it whole; leaving the block without `finish`
-    removes it.
+    `captured_at`: the fields of the v1 object but its rows.
+
+    Both hash alike: each part's hash is the v1 one, taken on the way (the rows must
+    arrive strictly ordered by key, which is also what makes a duplicate impossible), and
+    so are the file's own sha256 and the evidence breakdown. The file is private (0600)
+    from its first byte and appears at `path` only once `finish` has written it whole;
+    leaving the block without `finish` removes it.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, layout: Layout = "json") -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"bundle layout {layout!r} is not one of {', '.join(LAYOUTS)}")
         self.path = path
+        self.layout = layout
         self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self._file: BinaryIO | None = None
         self._sha = hashlib.sha256()
-        self._head: dict[str, Any] = {"schema": SCHEMA_V2}
+        self._head: dict[str, Any] = {"schema": SCHEMA if layout == "json" else SCHEMA_V2}
         self._breakdown = _breakdown()
         self._max_revision: int | None = None
         self._parts_left = list(PARTS)
@@ -141,7 +152,10 @@ class BundleWriter:
         fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
-        self._write(V2_HEADER)
+        if self.layout == "json":
+            self._write(b'{"schema":' + orjson.dumps(SCHEMA))
+        else:
+            self._write(V2_HEADER)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -162,7 +176,12 @@ class BundleWriter:
         del self._parts_left[: self._parts_left.index(part) + 1]
         count_key, hash_key, key = PARTS[part]
         digest = hashlib.sha256(b"[")
-        prefix = b'{"part":' + orjson.dumps(part) + b',"row":'
+        v1 = self.layout == "json"
+        if v1:
+            self._write(b"," + orjson.dumps(part) + b":[")
+            prefix, suffix = b"", b""
+        else:
+            prefix, suffix = b'{"part":' + orjson.dumps(part) + b',"row":', b"}\n"
         count, last = 0, ""
         for row in rows:
             this = key(row)
@@ -171,8 +190,10 @@ class BundleWriter:
             text = canonical_bytes(row)
             if count:
                 digest.update(b",")
+                if v1:
+                    self._write(b",")
             digest.update(text)
-            self._write(prefix + text + b"}\n")
+            self._write(prefix + text + suffix)
             count, last = count + 1, this
             if part == "messages":
                 _count_into(self._breakdown, row)
@@ -181,6 +202,11 @@ class BundleWriter:
                 self._max_revision = revision
         digest.update(b"]")
         self._head[count_key], self._head[hash_key] = count, digest.hexdigest()
+        if v1:
+            self._write(
+                b"]," + orjson.dumps(count_key) + b":" + orjson.dumps(count) + b","
+                + orjson.dumps(hash_key) + b":" + orjson.dumps(self._head[hash_key])
+            )  # fmt: skip
 
     def counts(self) -> dict[str, int]:
         """The rows written so far, part by part."""
@@ -191,14 +217,18 @@ class BundleWriter:
         return default if self._max_revision is None else self._max_revision
 
     def finish(self, source: dict[str, Any], captured_at: str) -> tuple[dict[str, Any], Path]:
-        """Write the trailer, move the file into place, write the evidence; the bundle's
-        head (everything but its rows) and the evidence path."""
+        """Close the object (v1) or write the trailer (v2), move the file into place, write
+        the evidence; the bundle's head (everything but its rows) and the evidence path."""
         missing = [part for part in PARTS if PARTS[part][0] not in self._head]
         if missing:
             raise ValueError(f"bundle parts never written: {', '.join(missing)}")
         self._head["source"], self._head["captured_at"] = source, captured_at
-        trailer = {"part": TRAILER, **{k: v for k, v in self._head.items() if k != "schema"}}
-        self._write(orjson.dumps(trailer, option=orjson.OPT_SORT_KEYS) + b"\n")
+        if self.layout == "json":
+            self._write(b',"source":' + orjson.dumps(source, option=orjson.OPT_SORT_KEYS))
+            self._write(b',"captured_at":' + orjson.dumps(captured_at) + b"}")
+        else:
+            trailer = {"part": TRAILER, **{k: v for k, v in self._head.items() if k != "schema"}}
+            self._write(orjson.dumps(trailer, option=orjson.OPT_SORT_KEYS) + b"\n")
         assert self._file is not None
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -216,13 +246,13 @@ def write_bundle(bundle: dict[str, Any], path: Path) -> Path:
     return _write_evidence(path, evidence_for(bundle, data, path.name))
 
 
-def _not_found(path: Path) -> SnapshotRejected:
+def not_found(path: Path) -> SnapshotRejected:
     return SnapshotRejected(
         "malformed_bundle", f"no bundle at {path}", hint="pass the file capture wrote"
     )
 
 
-def _not_json(path: Path, problem: str) -> SnapshotRejected:
+def not_json(path: Path, problem: str) -> SnapshotRejected:
     return SnapshotRejected(
         "malformed_bundle",
         f"{path} is not JSON ({problem})",
@@ -237,7 +267,7 @@ def is_v2(path: Path) -> bool:
         with path.open("rb") as handle:
             first = handle.readline(HEADER_MAX)
     except FileNotFoundError:
-        raise _not_found(path) from None
+        raise not_found(path) from None
     try:
         head = orjson.loads(first) if first.endswith(b"\n") else None
     except orjson.JSONDecodeError:
@@ -253,14 +283,14 @@ def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
-        raise _not_found(path) from None
+        raise not_found(path) from None
     with handle:
         header = handle.readline(HEADER_MAX)
         if header != V2_HEADER:
             try:
                 schema = orjson.loads(header).get("schema")
             except (orjson.JSONDecodeError, AttributeError):
-                raise _not_json(path, "it does not start with a schema line") from None
+                raise not_json(path, "it does not start with a schema line") from None
             raise SnapshotRejected(
                 "unsupported_schema",
                 f"bundle schema is {schema!r:.60}, expected {SCHEMA_V2!r}",
@@ -269,28 +299,29 @@ def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
         trailer: Any = None
         for number, line in enumerate(handle, start=2):
             if trailer is not None:
-                raise _not_json(path, f"line {number} follows the trailer")
+                raise not_json(path, f"line {number} follows the trailer")
             try:
                 item = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
-                raise _not_json(path, f"line {number}: {exc}") from None
+                raise not_json(path, f"line {number}: {exc}") from None
             if not isinstance(item, dict) or not isinstance(item.get("part"), str):
-                raise _not_json(path, f"line {number} is not a row or trailer line")
+                raise not_json(path, f"line {number} is not a row or trailer line")
             if item["part"] == TRAILER:
                 trailer = item
             elif set(item) != {"part", "row"}:
-                raise _not_json(path, f"line {number} is not a row line")
+                raise not_json(path, f"line {number} is not a row line")
             else:
                 yield item["part"], item["row"]
         if trailer is None:
-            raise _not_json(path, "it ends before its trailer line: truncated")
+            raise not_json(path, "it ends before its trailer line: truncated")
         yield TRAILER, trailer
 
 
 def read_bundle(path: Path) -> Any:
     """The whole bundle as the one v1 object (a v2 file is read into that object, its
     schema named v1: the rows and hashes are the same). Memory holds every row: the
-    streaming import (`bundle_import.import_file`) does not use this for a v2 file."""
+    streaming import (`bundle_import.import_file`) uses it only for a v1 object whose
+    rows are not in key order; `pilot-check` uses it for its oracle."""
     if is_v2(path):
         bundle: dict[str, Any] = {"schema": SCHEMA, **{part: [] for part in PARTS}}
         for part, row in read_lines(path):
@@ -302,6 +333,6 @@ def read_bundle(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise _not_found(path) from None
+        raise not_found(path) from None
     except ValueError as exc:
-        raise _not_json(path, str(exc)) from None
+        raise not_json(path, str(exc)) from None

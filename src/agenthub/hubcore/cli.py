@@ -6,6 +6,7 @@ import getpass
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,13 @@ def _progress(description: str, total: int | None) -> Iterator[Any]:
         yield lambda n: bar.advance(task, n)
 
 
+class BundleFormat(StrEnum):
+    """The bundle file layouts (`bundlefile.Layout`)."""
+
+    json = "json"
+    jsonl = "jsonl"
+
+
 @app.command()
 def capture(
     out: Path = typer.Option(..., "--out", help="Bundle file to write (0600, keep it private)."),
@@ -64,9 +72,16 @@ def capture(
         min=1,
         help="With --from-statehub: fetch the snapshot in pages of this many rows.",
     ),
+    bundle_format: BundleFormat = typer.Option(
+        BundleFormat.json,
+        "--format",
+        help="json: the seed's v1 bundle, one JSON object (default); "
+        "jsonl: v2, JSON Lines. Both import, and hash alike.",
+    ),
 ) -> None:
     """Capture a State Hub inbox into a snapshot bundle plus a hashes-only evidence file."""
-    from agenthub.hubcore.capture import capture_database_to_file, capture_statehub_to_file
+    from agenthub.hubcore.capture import capture_database_to_file
+    from agenthub.hubcore.capture_feed import capture_statehub_to_file
 
     if (source_db is None) == (from_statehub is None):
         raise CliError("give exactly one of --source-db or --from-statehub")
@@ -82,6 +97,7 @@ def capture(
                 captured_by=who,
                 source_instance=source_instance,
                 progress=advance,
+                layout=bundle_format.value,
             )
     else:
         assert from_statehub is not None
@@ -93,8 +109,9 @@ def capture(
                 captured_by=who,
                 page_size=page_size,
                 progress=advance,
+                layout=bundle_format.value,
             )
-    typer.echo(f"bundle      {out} (mode 0600)")
+    typer.echo(f"bundle      {out} (mode 0600, {bundle['schema']})")
     typer.echo(f"evidence    {evidence}")
     typer.echo(f"source      {bundle['source']['instance']} at {bundle['source']['cursor']}")
     typer.echo(
@@ -124,7 +141,7 @@ def import_(
     try:
         migrations.upgrade(engine)
         db = Database(engine)
-        # A v2 bundle is streamed (memory does not grow with it); a v1 one is read whole.
+        # Either layout is streamed: memory does not grow with the bundle.
         with _progress("importing rows" if apply else "validating", None) as advance:
             result = import_file(
                 db, bundle_file, expected_hash=expected_hash, apply=apply, progress=advance
@@ -261,6 +278,7 @@ def follow(
     from agenthub.hubcore.app import follow_options
     from agenthub.hubcore.feedclient import HttpFeedSource
     from agenthub.hubcore.follower import Follower
+    from agenthub.hubcore.followlock import AnotherFollower, sole_follower
     from agenthub.hubcore.store import Database
 
     settings = HubCoreSettings()
@@ -268,6 +286,8 @@ def follow(
     if not url:
         raise CliError("give --statehub-url or set HUBCORE_STATEHUB_URL")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # The follower's own INFO lines are the log; Alembic's "Context impl" lines are noise.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     engine = make_engine(settings.database_url)
 
     async def main() -> str:
@@ -284,9 +304,12 @@ def follow(
             await source.aclose()
 
     try:
-        migrations.upgrade(engine)
-        typer.echo(f"following {url} into {settings.database_url}")
-        typer.echo(asyncio.run(main()))
+        with sole_follower(engine):
+            migrations.upgrade(engine)
+            typer.echo(f"following {url} into {settings.database_url}")
+            typer.echo(asyncio.run(main()))
+    except AnotherFollower as exc:
+        raise CliError(str(exc), hint=exc.hint) from None
     except KeyboardInterrupt:
         typer.echo("stopped")
     finally:

@@ -109,6 +109,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
         lifespan=lifespan,
         responses=errors.COMMON,
         docs_url=None,
+        redoc_url=None,
     )
     serve_docs(app)
     errors.install(app)

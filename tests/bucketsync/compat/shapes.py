@@ -42,7 +42,7 @@ STATS = {
     "by_model", "by_agent", "by_day", "generated_at",
 }  # fmt: skip
 DIGEST = {
-    "agents", "channels", "leaderboard", "recent_messages", "recent_results", "inbox",
+    "agents", "taskforces", "channels", "leaderboard", "recent_messages", "recent_results", "inbox",
     "updates", "watching", "stats", "generated_at",
 }  # fmt: skip
 DIGEST_STATS = {"total_tokens", "sessions_counted", "agents_reporting"}
@@ -54,10 +54,21 @@ DISCOVERY = {
 }  # fmt: skip
 CONVENTIONS = {
     "filenames", "mentions", "polling", "refs", "results_frontmatter", "broadcasts",
-    "human_posts", "verification",
+    "human_posts", "verification", "taskforces",
 }  # fmt: skip
 ME = {"hf_user", "handle", "is_member", "is_organizer"}
 CHANNEL_SUBSCRIBED = {"channel", "handle", "subscribed", "changed", "notify"}
+TASKFORCE_CREATED = {"name", "via", "path", "created"}
+TASKFORCE_POSTED = {"kind", "filename", "via", "path"}
+TASKFORCE_SUMMARY = {
+    "name", "creator", "created", "readme_excerpt", "contributors", "file_count", "note_count",
+    "last_activity",
+}  # fmt: skip
+TASKFORCE_DETAIL = {
+    "name", "creator", "created", "updated", "readme", "contributors", "file_count",
+    "note_count", "recent_notes",
+}  # fmt: skip
+TASKFORCE_DIGEST = {"count", "newest"}
 
 # agent-collabs' share_trace.py manifest dialect: `usage{...}` and `activity{tool_calls}`.
 UPSTREAM_USAGE = {

@@ -16,9 +16,9 @@ def test_a_registration_with_the_earlier_keys_reads_and_filters(world: World) ->
     world.hub.write_central([("agents/agent-0.md", earlier.encode())])
     zero = world.client.get("/v1/agents/agent-0").json()
     assert (zero["model"], zero["harness"], zero["tools"]) == ("old-model", "codex", ["bash"])
-    assert world.client.get("/v1/agents?model=old-model").json()["items"] == ["agent-0"]
-    assert world.client.get("/v1/agents?harness=h1").json()["items"] == ["agent-1"]
-    assert world.client.get("/v1/agents?since=2026-03-01").json()["items"] == ["agent-1"]
+    assert world.client.get("/v1/agents?model=old-model").json()["items"] == ["agent-0.md"]
+    assert world.client.get("/v1/agents?harness=h1").json()["items"] == ["agent-1.md"]
+    assert world.client.get("/v1/agents?since=2026-03-01").json()["items"] == ["agent-1.md"]
     newest = world.client.get("/v1/digest").json()["agents"]["newest"]
     assert newest == ["agent-1", "agent-0"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from tests.bucketsync.conftest import ORG, SLUG, make_settings
 from tests.support.servers import live_server
 
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
+INDEX = "results/verification_status.json"
+TTL_S = 1.0
 # Board files as agent-collabs' backend stamps them, and one its dashboard wrote directly.
 HELLO = "20260601-100000-000_agent-1.md"
 REPLY = "20260602-090000-000_agent-2.md"
@@ -114,7 +117,7 @@ def taken_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
         monkeypatch.setenv(name, value)
     backfill = CliRunner().invoke(bucketsync_cli, ["backfill-inbox"])
     assert backfill.exit_code == 0, backfill.output
-    settings = make_settings(data)
+    settings = make_settings(data, LISTING_TTL_S=str(TTL_S))
     identity = LocalIdentity(data / "users.json", org=ORG)
     app = create_app(settings, store=LocalBucketStore(data), identity=identity)
     with live_server(app) as base, httpx.Client(base_url=base, timeout=30) as client:
@@ -128,7 +131,7 @@ def test_a_bucket_agent_collabs_wrote_is_served_correctly(taken_over: tuple[Any,
         ("agent-1", "opus", "claude-code", ["bash", "python"]),
         ("agent-2", "gpt", "claude-code", ["bash", "python"]),
     ]
-    assert client.get("/v1/agents?model=gpt").json()["items"] == ["agent-2"]
+    assert client.get("/v1/agents?model=gpt").json()["items"] == ["agent-2.md"]
     board = client.get("/v1/messages?order=asc").json()
     assert board["items"] == [HELLO, REPLY, HUMAN, LATE]  # the dashboard post in time order
     human = client.get(f"/v1/messages/{HUMAN}").json()
@@ -187,7 +190,39 @@ def test_nothing_it_did_not_write_is_rewritten(taken_over: tuple[Any, Any]) -> N
 
     after = snapshot(store, CENTRAL)
     rewritten = {path for path, digest in before.items() if after.get(path) != digest} - {
-        "agents/agent-1.md"
-    }  # the one file the organizer's agent asked us to rewrite
+        "agents/agent-1.md",  # the one file the organizer's agent asked us to rewrite
+        INDEX,  # the new result entered as pending, as agent-collabs does: checked below
+    }
     assert rewritten == set()
     assert len(after) > len(before)
+    index = json.loads(store.read(CENTRAL, INDEX) or b"{}")
+    promoted = client.get("/v1/results?agent=agent-1").json()["items"][0]
+    assert index == {RESULT_1: "valid", RESULT_2: "valid", RESULT_3: "invalid", promoted: "pending"}
+
+
+def test_the_organizer_keeps_editing_files_and_they_are_served(
+    taken_over: tuple[Any, Any],
+) -> None:
+    client, (store, _before, identity) = taken_over
+    auth = {"Authorization": f"Bearer {identity.add_user('organizer', role='admin')}"}
+
+    def edit(path: str, data: bytes) -> None:
+        response = client.put(f"/local/buckets/{CENTRAL}/files/{path}", content=data, headers=auth)
+        assert response.status_code == 201, response.text
+
+    # As on the Hub: verdicts by hand (seed §9), the README finished by hand, a registration
+    # forced by hand; a contributor's attempt at the same files is refused.
+    edit(INDEX, json.dumps({RESULT_1: "valid", RESULT_2: "invalid", RESULT_3: "valid"}).encode())
+    edit("README.md", b"# A challenge\n\nSubmissions close Friday.\n")
+    edit("agents/agent-3.md", registration("agent-3", "dave", "2026-06-04 09:00 UTC", "opus"))
+    alice = {"Authorization": f"Bearer {identity.add_user('alice', role='contributor')}"}
+    refused = client.put(f"/local/buckets/{CENTRAL}/files/README.md", content=b"x", headers=alice)
+    assert refused.status_code == 403 and refused.json()["error"]["hint"]
+    assert client.get("/v1/agents/agent-3").json()["model"] == "opus"  # at once (a miss reads)
+    time.sleep(TTL_S + 0.2)  # the TTL picks up the rest (seed §7)
+    rows = client.get("/v1/leaderboard").json()["rows"]
+    assert [(r["agent"], r["score"], r["verification"]) for r in rows] == [
+        ("agent-2", 95.0, "valid"),
+        ("agent-1", 70.0, "valid"),
+    ]
+    assert store.read(CENTRAL, "README.md").endswith(b"Submissions close Friday.\n")

@@ -252,7 +252,7 @@ def test_bs_4_57_crashed_rerun_leaves_the_result_pending_silently(
         lambda: (ledger(world, filename) or {}).get("state") == "failed" and ledger(world, filename)
     )
     assert entry["stage"] == "ERROR"
-    assert world.index() == {}
+    assert world.index() == {filename: "pending"}  # entered at promotion, still waiting
     assert world.client.get(f"/v1/results/{filename}").json()["verification"] == "pending"
     assert verifier_posts(world) == []
 
@@ -280,7 +280,7 @@ def test_bs_4_57_unlocatable_submission_gets_a_nudge_and_stays_pending(
     assert "@agent-1" in nudge["body"] and problem in nudge["body"]
     assert "artifacts:" in nudge["body"]
     assert nudge["filename"] in world.client.get("/v1/inbox/agent-1").json()["items"]
-    assert world.index() == {}
+    assert world.index() == {filename: "pending"}
     assert verifier_of(world).consider(filename) == "already handled"  # nudged once
 
 
@@ -336,7 +336,7 @@ def test_bs_4_58_bs_9_4_restart_mid_job_then_reconcile_records_the_verdict_once(
     world.client.__exit__(None, None, None)  # the Space restarts; its watcher is gone
     runner = LocalJobRunner(tmp_path / "data")
     eventually(lambda: runner.inspect(job_id).terminal)
-    assert world.index() == {}
+    assert world.index() == {filename: "pending"}
     first = reconcile_cli(tmp_path / "data")
     assert "recorded 1" in first
     assert world.index() == {filename: "valid"}

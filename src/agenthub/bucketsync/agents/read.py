@@ -63,8 +63,14 @@ def agent_info(record: Record) -> dict[str, Any]:
 def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     # `model`/`harness` match either key set, so they are applied here, not by `listing`.
     wanted = {name: params[name] for name in ("model", "harness") if params.get(name)}
+    # Items and cursors are registration filenames (`agent-1.md`), as agent-collabs lists
+    # them; a bare agent id (what this route listed before) is still taken as a cursor.
     query = listing.parse_query(
-        {k: v for k, v in params.items() if k not in wanted},
+        {
+            k: (_as_filename(v) if k in ("after", "before") else v)
+            for k, v in params.items()
+            if k not in wanted
+        },
         default_limit=None,
         default_order="asc",
         expand_max=hub.settings.expand_max_limit,
@@ -72,7 +78,7 @@ def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     )
     entries = hub.read_model.entries(naming.AGENTS)
     paths = {
-        path.removeprefix(naming.AGENTS).removesuffix(".md"): path
+        path.removeprefix(naming.AGENTS): path
         for path in entries
         if path.endswith(".md") and "/" not in path.removeprefix(naming.AGENTS)
     }
@@ -100,9 +106,13 @@ def list_agents(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
         load=lambda ps: hub.read_model.records(ps, naming.AGENTS),
         render=lambda _key, record: agent_info(record),
         stamp_of=joined_stamp,
-        agent_of=lambda key: key,
+        agent_of=lambda key: key.removesuffix(".md"),
         time_from_content=bool(query.since or query.until),
     )
+
+
+def _as_filename(cursor: str) -> str:
+    return cursor if not cursor or cursor.endswith(".md") else f"{cursor}.md"
 
 
 def get_agent(hub: Hub, agent_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenthub.bucketsync.core import frontmatter, naming
-from agenthub.bucketsync.core.access import bearer_caller, registration
+from agenthub.bucketsync.core.access import bearer_caller, registration_or_stored
 from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.sources import read_source
@@ -31,13 +31,15 @@ def register(
     force: bool,
     caller_info: CallerInfo,
 ) -> dict[str, Any]:
-    caller = bearer_caller(hub, authorization)
+    # The id before the token, as agent-collabs does: a reserved or malformed id is 400
+    # whoever asks.
     naming.validate_agent_id(agent_id, for_registration=True)
     if agent_id == hub.settings.verifier_agent:
         raise InvalidPath(
             f"agent_id {agent_id!r} is reserved for the verifier's board posts",
             hint="pick another agent_id",
         )
+    caller = bearer_caller(hub, authorization)
     bucket = hub.check_agent_bucket(agent_id)
     hub.limiters.registration.acquire(agent_id)
     info = hub.store.info(bucket)
@@ -64,7 +66,7 @@ def register(
         raise BucketNotOwnedByCaller(
             f"{bucket} was created by another user", hint="register the bucket you created"
         )
-    existing = registration(hub, agent_id)
+    existing = registration_or_stored(hub, agent_id)  # an out-of-band registration binds too
     joined = naming.iso_now(hub.clock.now(), "milliseconds")
     if existing is not None:
         owner = existing.frontmatter.get("hf_user")

@@ -15,6 +15,11 @@ from pathlib import Path
 import httpx
 import typer
 
+from agenthub.bucketsync.agentside.serviceurl import (
+    NotAServiceUrl,
+    checked_url,
+    wrong_service_hint,
+)
 from agenthub.clierrors import CliError, Commands
 
 app = typer.Typer(
@@ -49,7 +54,10 @@ class _Server:
     `CliError`."""
 
     def __init__(self, url: str, token: str) -> None:
-        self.url = url.rstrip("/")
+        try:
+            self.url = checked_url(url)
+        except NotAServiceUrl as exc:
+            raise CliError(str(exc), hint=exc.hint) from None
         self.client = httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0
         )
@@ -69,6 +77,9 @@ class _Server:
                 hint="start it (agenthub up) or set BUCKETSYNC_URL to its URL",
             ) from exc
         if not response.is_success:
+            wrong = wrong_service_hint(self.url, response, self.client)
+            if wrong is not None:
+                raise CliError(f"{self.url} is not bucket-sync", hint=wrong, exit_code=REFUSED_EXIT)
             _refused(response)
         return response
 

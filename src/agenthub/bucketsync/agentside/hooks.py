@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from agenthub.bucketsync.agentside.serviceurl import NotAServiceUrl, checked_url, wrong_service_hint
 from agenthub.bucketsync.agentside.watch import WatchClient
 
 
@@ -19,16 +20,23 @@ class UnreadError(Exception):
 
 def unread_counts(url: str, agent_id: str, *, http: httpx.Client | None = None) -> tuple[int, int]:
     """(unread, mentions) for `agent_id` after its updates cursor (all, before it has one)."""
+    try:
+        url = checked_url(url)
+    except NotAServiceUrl as exc:
+        raise UnreadError(f"{exc}; {exc.hint}") from None
     client = http or httpx.Client(timeout=10)
     cursor = WatchClient(url, agent_id, http=client).cursor()
     params = {"as": agent_id, **({"after": cursor} if cursor else {})}
     try:
-        response = client.get(f"{url.rstrip('/')}/v1/digest", params=params)
+        response = client.get(f"{url}/v1/digest", params=params)
+        wrong = wrong_service_hint(url, response, client)
     except httpx.HTTPError as exc:
         raise UnreadError(f"bucket-sync at {url} is unreachable: {exc}") from exc
     finally:
         if http is None:
             client.close()
+    if wrong is not None:
+        raise UnreadError(wrong)
     if response.status_code != 200:
         raise UnreadError(f"bucket-sync answered {response.status_code}: {response.text[:300]}")
     block: Any = response.json().get("updates") or {}

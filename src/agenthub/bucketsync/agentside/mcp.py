@@ -31,6 +31,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from agenthub import __version__
+from agenthub.bucketsync.agentside.serviceurl import NotAServiceUrl, checked_url
 from agenthub.bucketsync.agentside.watch import (
     Page,
     WatchClient,
@@ -119,8 +121,12 @@ class McpConfig:
         if missing:
             raise McpConfigError("set " + "; ".join(missing))
         watch_dir = env.get("COLLAB_WATCH_DIR")
+        try:
+            url = checked_url(env["BUCKETSYNC_URL"])
+        except NotAServiceUrl as exc:
+            raise McpConfigError(f"BUCKETSYNC_URL: {exc}; {exc.hint}") from None
         return cls(
-            url=env["BUCKETSYNC_URL"].rstrip("/"),
+            url=url,
             agent_id=env["AGENT_ID"],
             scratch_bucket=env["SCRATCH_BUCKET"].strip("/"),
             token=env.get(TOKEN_ENV) or None,
@@ -399,6 +405,8 @@ def build_server(session: AgentSession) -> Any:
             "`ack_directive` them; `claim_idea` before an experiment to see who is on it."
         ),
     )
+    # FastMCP takes no version: without this, `serverInfo.version` is the MCP SDK's.
+    server._mcp_server.version = __version__
 
     async def call(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         try:

@@ -29,13 +29,13 @@ import json
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agenthub import pids
 from agenthub.bucketsync.core import idempotency
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.idempotency import Answer, Attempt
+from agenthub.bucketsync.core.idempotency import Answer, Attempt, RunningGate
 from agenthub.bucketsync.errors import AlreadyPromoted, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch
 
@@ -45,6 +45,7 @@ JOURNAL = "journal/"
 # An entry of a live process on this host is left alone this long (another worker's post
 # in flight); after it, or when its process is gone, it is recovered.
 ABANDONED_AFTER_S = 600.0
+RECOVERY_LOCK = "journal-recovery"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class Entry:
     pid: int = 0
     host: str = ""
     at: float = 0.0
+    # `pids.Holder` of the writer (set by `begin`): tells its end from a reuse of its pid.
+    holder: str = ""
 
     @property
     def path(self) -> str:
@@ -81,6 +84,7 @@ class Entry:
                 "pid": self.pid,
                 "host": self.host,
                 "at": self.at,
+                "holder": self.holder,
             }
         ).encode()
 
@@ -99,6 +103,7 @@ class Entry:
             pid=int(raw.get("pid", 0)),
             host=str(raw.get("host", "")),
             at=float(raw.get("at", 0.0)),
+            holder=str(raw.get("holder", "")),
         )
 
 
@@ -110,8 +115,12 @@ def begin(hub: Hub, entry: Entry) -> None:
     """Record the intent, before the board file is written. The audit side never fails a
     post (seed §8): if the AUDIT_BUCKET refuses, the post goes on without crash recovery,
     and the loss is logged and counted with the audit failures."""
+    me = pids.Holder.me()
+    recorded = replace(entry, holder=str(me)) if entry.pid == me.pid else entry
     try:
-        hub.store.write_batch(hub.settings.audit_bucket, Batch(adds=[(entry.path, entry.encode())]))
+        hub.store.write_batch(
+            hub.settings.audit_bucket, Batch(adds=[(entry.path, recorded.encode())])
+        )
     except StorageUnavailable as exc:
         hub.audit.failures += 1
         hub.audit.last_error = f"journal: {exc.message}"
@@ -183,47 +192,66 @@ class Recovery:
     rolled_back: int
 
 
-def recover(hub: Hub) -> Recovery:
-    """At start, before serving: complete each abandoned entry whose board file exists
-    (missing derived files, the audit row if missing, answer, dedup), roll back the others."""
+def recover(hub: Hub, keys: RunningGate | None = None, *, starting: bool = True) -> Recovery:
+    """Complete each abandoned entry whose board file exists (missing derived files, the
+    audit row if missing, answer, dedup), roll back the others, and free in `keys` the
+    Idempotency-Key each one held, so a retry is answered now rather than after the gate's
+    lease. At start (`starting`), entries of this pid are a previous incarnation's; while
+    serving (a gate found a dead holder) they are this process's posts in flight."""
     audit_bucket = hub.settings.audit_bucket
     if hub.store.info(audit_bucket) is None:
         return Recovery(0, 0)
     completed = dropped = 0
-    now = hub.clock.now().timestamp()
-    for file in hub.store.list(audit_bucket, JOURNAL):
-        data = hub.store.read(audit_bucket, file.path)
-        if data is None:
-            continue
-        try:
-            entry = Entry.decode(data)
-        except (ValueError, KeyError, TypeError):
-            log.error("unreadable journal entry %s left in place", file.path)
-            continue
-        if not _abandoned(entry, now):
-            continue
-        if hub.store.read(hub.central, entry.board_path) is None:
-            roll_back(hub, entry)
-            dropped += 1
-            continue
-        missing = [(p, d) for p, d in entry.derived if hub.store.read(hub.central, p) is None]
-        if missing:
-            hub.write_central(missing)
-        month = str(entry.audit_row.get("ts", ""))[:7].replace("-", "")
-        if not hub.audit.has_row(month, entry.write_id):
-            hub.audit.append(entry.audit_row)
-        complete(hub, entry)
-        completed += 1
+    # One recovery at a time across workers: two would both append a missing audit row.
+    with hub.locks.hold(RECOVERY_LOCK):
+        now = hub.clock.now().timestamp()
+        for file in hub.store.list(audit_bucket, JOURNAL):
+            data = hub.store.read(audit_bucket, file.path)
+            if data is None:
+                continue
+            try:
+                entry = Entry.decode(data)
+            except (ValueError, KeyError, TypeError):
+                log.error("unreadable journal entry %s left in place", file.path)
+                continue
+            if not _abandoned(entry, now, starting=starting):
+                continue
+            if _recover_one(hub, entry):
+                completed += 1
+            else:
+                dropped += 1
+            if keys is not None and entry.attempt is not None:
+                keys.release_abandoned(entry.attempt.record_id)
     if completed or dropped:
         log.warning("journal: completed %d posts, rolled back %d", completed, dropped)
     return Recovery(completed, dropped)
 
 
-def _abandoned(entry: Entry, now: float) -> bool:
+def _recover_one(hub: Hub, entry: Entry) -> bool:
+    """Complete `entry` (True) if its board file landed, else roll it back (False)."""
+    if hub.store.read(hub.central, entry.board_path) is None:
+        roll_back(hub, entry)
+        return False
+    missing = [(p, d) for p, d in entry.derived if hub.store.read(hub.central, p) is None]
+    if missing:
+        hub.write_central(missing)
+    month = str(entry.audit_row.get("ts", ""))[:7].replace("-", "")
+    if not hub.audit.has_row(month, entry.write_id):
+        hub.audit.append(entry.audit_row)
+    complete(hub, entry)
+    return True
+
+
+def _abandoned(entry: Entry, now: float, *, starting: bool) -> bool:
     pid, host = owner()
     if now - entry.at > ABANDONED_AFTER_S:
         return True
+    holder = pids.Holder.parse(entry.holder)
+    if holder is not None and (gone := holder.gone()) is not None:
+        return gone
     if entry.host != host:
         return False
-    # Our own pid is a previous incarnation's: recovery runs at start, before serving.
-    return entry.pid == pid or not pids.alive(entry.pid)
+    if entry.pid == pid:
+        # Recovery at start runs before serving: our pid is then a previous incarnation's.
+        return starting
+    return not pids.alive(entry.pid)

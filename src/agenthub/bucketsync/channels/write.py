@@ -7,7 +7,6 @@ are in `read.py`; posting is in `board/write.py` (`channel` on `POST /v1/message
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,6 @@ from agenthub.bucketsync.storage.base import Batch, FileEntry
 CHANNELS = "channels/"
 RESERVED = frozenset({"feed"})
 NOTIFY_LEVELS = ("mentions", "all")
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
 THEME_EXCERPT = 200
 
 
@@ -52,14 +50,7 @@ class Channel:
 
 
 def validate_name(name: str) -> str:
-    if not NAME_RE.match(name):
-        lowered = name.lower()
-        hint = (
-            f"channel names are lowercase: use {lowered!r}"
-            if NAME_RE.match(lowered)
-            else "1-40 of a-z, 0-9 and inner hyphens, e.g. 'ideas'"
-        )
-        raise InvalidPath(f"{name!r} is not a valid channel name", hint=hint)
+    naming.validate_room_name(name, kind="channel", example="ideas")
     if name in RESERVED:
         raise InvalidPath(f"channel name {name!r} is reserved", hint="pick another name")
     return name

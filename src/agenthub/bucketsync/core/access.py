@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import Record
+from agenthub.bucketsync.core.readmodel import Record, needs_bucket
 from agenthub.bucketsync.errors import (
+    InvalidPath,
     NotOrganizer,
     NotRegistered,
     OrganizerCheckUnavailable,
@@ -55,16 +57,38 @@ def registration(hub: Hub, agent_id: str) -> Record | None:
     return hub.read_model.record(naming.registration_path(agent_id), naming.AGENTS)
 
 
-def require_registered(hub: Hub, agent_id: str) -> Record:
+def registration_or_stored(hub: Hub, agent_id: str) -> Record | None:
+    """`registration`, and on a miss the file as stored now: a registration an organizer
+    wrote out of band (seed §7) counts at once, not a listing TTL later. One store read,
+    on a miss only; a hit joins the read model, so the next lookup is a cache hit."""
     record = registration(hub, agent_id)
+    if record is not None:
+        return record
+    try:
+        naming.validate_agent_id(agent_id)
+    except InvalidPath:
+        return None  # nothing by that name can be stored: no read
+    needs_bucket(f"the stored registration of {agent_id}")
+    path = naming.registration_path(agent_id)
+    data = hub.store.read(hub.central, path)
+    if data is None:
+        return None
+    entry = FileEntry(path=path, size=len(data), content_hash=hashlib.sha256(data).hexdigest())
+    hub.read_model.write_through(naming.AGENTS, entry, data)
+    return registration(hub, agent_id)
+
+
+def require_registered(hub: Hub, agent_id: str) -> Record:
+    record = registration_or_stored(hub, agent_id)
     if record is None:
         raise _not_registered(agent_id)
     return record
 
 
 def check_registered(hub: Hub, agent_id: str) -> None:
-    """`require_registered` answered by the listing, without loading the record."""
-    if not is_registered(hub, agent_id):
+    """`require_registered` answered by the listing, without loading the record (a miss
+    still reads the stored file, as `registration_or_stored` does)."""
+    if not is_registered(hub, agent_id) and registration_or_stored(hub, agent_id) is None:
         raise _not_registered(agent_id)
 
 

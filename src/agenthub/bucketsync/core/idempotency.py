@@ -73,9 +73,14 @@ class RunningGate(Protocol):
 
     def release(self, record_id: str) -> None: ...
 
+    def release_abandoned(self, record_id: str) -> None:
+        """Release `record_id` if its holder has ended (recovery answered its request)."""
+        ...
+
 
 class LocalGate:
-    """The gate of one process."""
+    """The gate of one process: its holders are requests of this live process, so none is
+    ever abandoned (a crash takes the gate with it, and recovery runs before serving)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -97,6 +102,9 @@ class LocalGate:
             event = self._running.pop(record_id, None)
         if event is not None:
             event.set()
+
+    def release_abandoned(self, record_id: str) -> None:
+        return None
 
 
 def record_path(record_id: str) -> str:

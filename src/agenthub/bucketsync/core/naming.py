@@ -179,6 +179,20 @@ def channel_readme_path(channel: str) -> str:
     return f"channels/{validate_agent_id(channel)}/README.md"
 
 
+def validate_room_name(name: str, *, kind: str, example: str) -> str:
+    """A channel's or a taskforce's name: an agent-id-shaped slug; upper case is refused
+    with the lower-case name as the hint."""
+    if not AGENT_ID_RE.match(name):
+        lowered = name.lower()
+        hint = (
+            f"{kind} names are lowercase: use {lowered!r}"
+            if AGENT_ID_RE.match(lowered)
+            else f"1-40 of a-z, 0-9 and inner hyphens, e.g. {example!r}"
+        )
+        raise InvalidPath(f"{name!r} is not a valid {kind} name", hint=hint)
+    return name
+
+
 def channel_message_path(channel: str, filename: str) -> str:
     return f"channels/{validate_agent_id(channel)}/{filename}"
 

@@ -36,6 +36,7 @@ DEFAULT_FOLDERS = (
     "broadcasts/",
     "results/",
     "channels/",
+    "taskforces/",
     "traces/",
     "claims/",
     "acks/",
@@ -69,6 +70,10 @@ class cached_only:  # a lower-case name: it reads as a function, `with cached_on
 def _needs_bucket(what: str) -> None:
     if _cached_only.get():
         raise NotCached(what)
+
+
+# For a read of the bucket outside the caches (a registration miss, `core.access`).
+needs_bucket = _needs_bucket
 
 
 @dataclass(frozen=True)

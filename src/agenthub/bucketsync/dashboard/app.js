@@ -6,6 +6,7 @@ import { coordinationPages, reachText } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
 import { landscapePanel } from "./landscape.js";
 import { renderMarkdown } from "./markdown.js";
+import { taskforcePages } from "./taskforces.js";
 
 const state = { config: { poll_s: 30 }, me: null, page: null, timer: null };
 const $ = (id) => document.getElementById(id);
@@ -256,7 +257,7 @@ const pages = {
     },
   },
 };
-Object.assign(pages, coordinationPages({ state, notify, explain, refresh }));
+Object.assign(pages, coordinationPages({ state, notify, explain, refresh }), taskforcePages());
 
 function messageList(items, where) {
   if (!items.length) return el("p", {}, "Nothing here yet.");

@@ -80,7 +80,7 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
         # Another server: it sees this proxy's address (it trusts no forwarded header).
         return httpx.AsyncClient(base_url=base, timeout=PROXY_TIMEOUT_S)
 
-    app = FastAPI(title="agenthub dashboard", version="1", docs_url=None)
+    app = FastAPI(title="agenthub dashboard", version="1", docs_url=None, redoc_url=None)
     serve_docs(app)
     errors.install(app)
     app.include_router(build_router(Proxy(client), None, poll_s=poll_s))

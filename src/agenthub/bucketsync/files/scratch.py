@@ -1,8 +1,14 @@
-"""Local scratch buckets (`/local/buckets/…`): the HF bucket rules, off HF.
+"""Local buckets (`/local/buckets/…`): the Hub's bucket permissions, off HF.
 
-Create: in your own namespace or an org you belong to (not as `read`). Write: only the
-bucket's creator or an admin of its org. Read: any authenticated user; private buckets
-only their creator and members of the owning org.
+Create: in your own namespace or an org you belong to (not as `read`); the service's own
+buckets (central, audit) only by an admin of their org. Write: the bucket's creator or an
+admin of its org — so an organizer edits the central and audit buckets out of band, as on
+the Hub (seed §9 human verdicts, §4 the harness and the private eval set), and nobody
+writes outside their namespaces. The service's buckets are never writable as their
+"creator": only org admins write them here. Read: any authenticated user; private buckets
+only their creator and members of the owning org. What a promotion may not target
+(README.md, `audit/`, …, seed §5) is the promotion path's rule (`naming.check_not_blocked`),
+not this API's.
 """
 
 from __future__ import annotations
@@ -52,13 +58,18 @@ def create(hub: Hub, authorization: str | None, bucket: str, *, private: bool) -
             f"{caller.user} cannot create buckets in {ns}",
             hint=f"create it under {caller.user}/ or an org you can write to",
         )
-    if bucket in (hub.settings.central_bucket, hub.settings.audit_bucket):
-        raise Forbidden(f"{bucket} belongs to bucket-sync", hint="create your scratch bucket")
+    if _is_service_bucket(hub, bucket) and not _is_admin(hub, caller, ns):
+        # Whoever creates it would write the collaboration record; on the Hub the org's
+        # admins create it (seed §1), and the server refuses to start on any other creator.
+        raise Forbidden(
+            f"{bucket} is the challenge's own bucket: only an admin of {ns} may create it",
+            hint="create your scratch bucket instead",
+        )
     existing = hub.store.info(bucket)
     if existing is not None:
-        if existing.creator != caller.user:
+        if not _can_write(hub, caller, existing):
             raise Forbidden(f"bucket {bucket} already exists", hint="pick another name")
-        # Re-creating your own bucket is not an error (like `--exist-ok`).
+        # Re-creating a bucket you can write is not an error (like `--exist-ok`).
         return _info_json(existing) | {"created": False}
     info = hub.store.create(bucket, creator=caller.user, private=private)
     return _info_json(info) | {"created": True}
@@ -74,6 +85,23 @@ def _info_json(info: BucketInfo) -> dict[str, Any]:
     }
 
 
+def _is_service_bucket(hub: Hub, bucket: str) -> bool:
+    return bucket in (hub.settings.central_bucket, hub.settings.audit_bucket)
+
+
+def _is_admin(hub: Hub, caller: Caller, org: str) -> bool:
+    return _role(hub, caller, org) == "admin"
+
+
+def _can_write(hub: Hub, caller: Caller, info: BucketInfo) -> bool:
+    """The Hub's rule: the creator or an admin of the bucket's org. The service's buckets
+    count no creator (the service writes them through its store, never through here)."""
+    ns = info.id.split("/", 1)[0]
+    if info.creator == caller.user and not _is_service_bucket(hub, info.id):
+        return True
+    return _is_admin(hub, caller, ns)
+
+
 def _can_read(hub: Hub, caller: Caller, info: BucketInfo) -> bool:
     if not info.private or info.creator == caller.user:
         return True
@@ -86,15 +114,14 @@ def put(hub: Hub, authorization: str | None, bucket: str, path: str, data: bytes
     _validate_bucket_id(bucket)
     naming.validate_components(path, allow_dotfiles=True)
     info = _require_bucket(hub, bucket)
-    if bucket in (hub.settings.central_bucket, hub.settings.audit_bucket):
-        # The service's own buckets: an org admin could otherwise rewrite README.md, the
-        # audit log or an inbox, which the API never lets anyone but the service write.
-        raise Forbidden(
-            f"{bucket} is written only by bucket-sync, whatever the caller's role",
-            hint="post through /v1 (messages, results, sync), or write your scratch bucket",
-        )
-    ns = bucket.split("/", 1)[0]
-    if info.creator != caller.user and _role(hub, caller, ns) != "admin":
+    if not _can_write(hub, caller, info):
+        ns = bucket.split("/", 1)[0]
+        if _is_service_bucket(hub, bucket):
+            raise Forbidden(
+                f"only admins of {ns} write {bucket} directly; {caller.user} is not one",
+                hint="write your scratch bucket and promote from it (POST /v1/messages, "
+                "/v1/results, /v1/artifacts:sync)",
+            )
         raise Forbidden(
             f"only {info.creator} (or an admin of {ns}) can write to {bucket}",
             hint="write to your own scratch bucket",

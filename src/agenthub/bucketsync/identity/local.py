@@ -1,5 +1,5 @@
 """`LocalIdentity`: the Identity adapter for local mode — users and token digests in
-`users.json`, managed by `agenthub bucketsync users add`."""
+`users.json`, managed by `agenthub bucketsync users add|list|remove`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ import tempfile
 import threading
 from pathlib import Path
 
-from agenthub.bucketsync.errors import Conflict, InvalidRequest, StorageUnavailable, Unauthorized
+from agenthub.bucketsync.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    StorageUnavailable,
+    Unauthorized,
+)
 from agenthub.bucketsync.identity.base import Caller
 
 ROLES = ("admin", "write", "contributor", "read")
@@ -119,16 +125,48 @@ def add_user(
             "role": role,
             "token_sha256": _token_digest(token),
         }
-        fd, tmp = tempfile.mkstemp(prefix=".users-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        _replace(path, data)
     return token
+
+
+def list_users(path: Path) -> dict[str, dict[str, str | None]]:
+    """The users in the token file by name: {email, role} (never a digest)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    return {
+        name: {"email": record.get("email"), "role": record.get("role")}
+        for name, record in sorted(data.get("users", {}).items())
+    }
+
+
+def remove_user(path: Path, name: str) -> None:
+    """Delete a user from the token file: its token stops working at the next request."""
+    with _FILE_LOCK:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            data = {"users": {}}
+        users = data.get("users", {})
+        if name not in users:
+            known = ", ".join(sorted(users)) or "none yet"
+            raise NotFound(f"user {name!r} does not exist", hint=f"users in {path}: {known}")
+        del users[name]
+        _replace(path, data)
+
+
+def _replace(path: Path, data: object) -> None:
+    """Write the token file atomically (0600): readers see the old or the new file."""
+    fd, tmp = tempfile.mkstemp(prefix=".users-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

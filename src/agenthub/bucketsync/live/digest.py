@@ -21,13 +21,14 @@ from agenthub.bucketsync.directives import read as directiveviews
 from agenthub.bucketsync.live import budget, updates
 from agenthub.bucketsync.results import leaderboard
 from agenthub.bucketsync.results import write as results
+from agenthub.bucketsync.taskforces import read as taskforces
 from agenthub.bucketsync.traces import read as traces
 
 
 def digest(
     hub: Hub, *, as_handle: str | None, since: str | None, after: str | None = None
 ) -> dict[str, Any]:
-    """Agents, the top-10 leaderboard, recent messages and results, channels, presence,
+    """Agents, taskforces, the top-10 leaderboard, recent messages and results, channels, presence,
     the trace stats, and (with `as`) the handle's inbox.
 
     The keys agent-collabs' digest has carry its shapes (`agents.newest` ids,
@@ -62,6 +63,7 @@ def digest(
             "newest": [info["agent_id"] for info in infos[:5]],
             "newest_records": infos[:5],
         },
+        "taskforces": taskforces.digest_block(hub),
         "leaderboard": ranking["rows"],
         "leaderboard_meta": {k: v for k, v in ranking.items() if k != "rows"},
         "recent_messages": messages["items"],

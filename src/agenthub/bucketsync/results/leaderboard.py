@@ -112,9 +112,8 @@ def rank_sorted(
     best_per_agent: bool = True,
 ) -> Ranking:
     """Rank already-sorted eligible results under a verification filter."""
+    # agent-collabs names a verification state only once a result was left out for it.
     counts = {"status_negative": 0, "malformed": 0, **excluded}
-    for state in listing.VERIFICATION_STATES:
-        counts[f"verification_{state}"] = 0
     rows: list[Row] = []
     baselines: list[Row] = []
     seen: set[str] = set()
@@ -122,7 +121,7 @@ def rank_sorted(
         entry = item.entry
         state = index.get(entry.filename, "pending")
         if state not in verification:
-            counts[f"verification_{state}"] += 1
+            counts[f"verification_{state}"] = counts.get(f"verification_{state}", 0) + 1
             continue
         baseline = is_baseline(entry.frontmatter)
         # Every baseline is its own reference point; best_per_agent is for agents.

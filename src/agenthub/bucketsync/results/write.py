@@ -14,7 +14,7 @@ from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
 from agenthub.bucketsync.results import pins, standings
 from agenthub.bucketsync.results.baseline import gate_baseline
-from agenthub.bucketsync.results.verification import verification_index
+from agenthub.bucketsync.results.verification import mark_pending, verification_index
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ def promote_result(
         route="/v1/results",
         caller_info=caller_info,
     )
+    mark_pending(hub, filename)
     standings.after_result(hub, filename)
     for listener in hub.result_listeners:
         try:

@@ -1,13 +1,14 @@
 """Redis adapters for the state that must hold across workers: the rate limiters (through
-`limits`' Redis storage, moving windows) the promoted-hash dedup, the stamp claims and the named locks. All fail closed
-(503) when Redis is unreachable: a limit that silently stops holding is worse than a retry.
+`limits`' Redis storage, moving windows) the promoted-hash dedup, the stamp claims, the
+named locks and the idempotency gate. All fail closed (503) when Redis is unreachable: a
+limit that silently stops holding is worse than a retry.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import redis
@@ -21,6 +22,7 @@ from agenthub.bucketsync.core.dedup import PromotionDedup
 from agenthub.bucketsync.core.limiter import Quota, Rate, report
 from agenthub.bucketsync.core.locks import busy
 from agenthub.bucketsync.errors import AlreadyPromoted, RateLimited, StorageUnavailable
+from agenthub.pids import Holder
 
 # A promotion in flight holds its key this long at most (a crashed worker frees it).
 _PENDING_TTL_S = 120
@@ -170,22 +172,65 @@ class RedisLocks:
                 lock.release()
 
 
+# KEYS: the gate; ARGV: the holder seen, the new holder, the lease. Replaces one holder only.
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+end
+return false
+"""
+# KEYS: the gate; ARGV: the holder. Frees the gate only if that holder still holds it.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
 class RedisGate:
-    """The idempotency `RunningGate` across workers: `SET NX` with a lease, polled."""
+    """The idempotency `RunningGate` across workers: `SET NX` of the holder's identity
+    (`pids.Holder`: machine, pid and the process's start time) with a lease, polled.
+
+    A gate whose holder is known to have ended (same machine, process gone) is not waited
+    out: `recover` (the journal's recovery, wired by the app) first records the answer the
+    dead holder may have left, then the gate is taken over, so the waiting duplicate replays
+    that answer or, if nothing landed, runs. A live holder is never taken over, however slow
+    its request: only a process that is gone, or the lease (a holder on another machine,
+    which cannot be checked from here), frees a gate."""
 
     LEASE_S = 120
     POLL_S = 0.05
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        *,
+        holder: Holder | None = None,
+        recover: Callable[[], object] | None = None,
+    ) -> None:
         self._client = client
         self._prefix = f"{prefix}idempotency:"
+        self._holder = str(holder or Holder.me())
+        self.recover = recover
+        self._take_over = client.register_script(_TAKE_OVER)
+        self._release = client.register_script(_RELEASE)
 
     def acquire(self, record_id: str, timeout_s: float) -> bool:
+        key = self._prefix + record_id
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                if self._client.set(self._prefix + record_id, "1", nx=True, ex=self.LEASE_S):
+                if self._client.set(key, self._holder, nx=True, ex=self.LEASE_S):
                     return True
+                seen = _text(self._client.get(key))
+                if seen is not None and self._ended(seen):
+                    if self.recover is not None:
+                        self.recover()
+                    if self._take_over(keys=[key], args=[seen, self._holder, self.LEASE_S]):
+                        return True
+                    continue
             except redis.RedisError as exc:
                 raise _unavailable(exc) from exc
             if time.monotonic() >= deadline:
@@ -193,5 +238,24 @@ class RedisGate:
             time.sleep(self.POLL_S)
 
     def release(self, record_id: str) -> None:
+        with contextlib.suppress(redis.RedisError):  # else the lease frees it
+            self._release(keys=[self._prefix + record_id], args=[self._holder])
+
+    def release_abandoned(self, record_id: str) -> None:
+        """Free the gate if its holder has ended (journal recovery answered its request)."""
+        key = self._prefix + record_id
         with contextlib.suppress(redis.RedisError):
-            self._client.delete(self._prefix + record_id)
+            seen = _text(self._client.get(key))
+            if seen is not None and self._ended(seen):
+                self._release(keys=[key], args=[seen])
+
+    @staticmethod
+    def _ended(seen: str) -> bool:
+        holder = Holder.parse(seen)
+        return holder is not None and holder.gone() is True
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value if isinstance(value, str) else None

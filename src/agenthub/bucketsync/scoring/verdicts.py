@@ -18,18 +18,21 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync.board.write import Draft, publish
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.pins import Located, locate
-from agenthub.bucketsync.results.verification import VERIFICATION_INDEX
+from agenthub.bucketsync.results.verification import (
+    INDEX_LOCK,
+    VERIFICATION_INDEX,
+    encode_index,
+    stored_index,
+)
 from agenthub.bucketsync.runners.base import GUARD_EXCEEDED, SCORE_MISMATCH, SUBMISSION_CHANGED
 from agenthub.bucketsync.storage.base import Batch, read_json_object
 
@@ -84,7 +87,6 @@ class VerdictBook:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self.settings = hub.settings
-        self._index_lock = threading.Lock()
         self.announced = 0
 
     # -- side ledger ------------------------------------------------------------------------
@@ -115,31 +117,21 @@ class VerdictBook:
     # -- verdict ----------------------------------------------------------------------------
     def index_fresh(self) -> dict[str, str] | None:
         """The index as stored now (not the TTL'd copy); None if unreadable."""
-        try:
-            data = self.hub.store.read(self.hub.central, VERIFICATION_INDEX)
-        except StorageUnavailable:
-            return None
-        if data is None:
-            return {}
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            return None
-        if not isinstance(parsed, dict):
-            return None
-        return {str(k): str(v) for k, v in parsed.items()}
+        index = stored_index(self.hub)
+        return None if index is None else {str(k): str(v) for k, v in index.items()}
 
     def commit(self, filename: str, ledger: dict[str, Any]) -> str:
         """Compare-and-set the verdict into the index, then announce it (each at most once)."""
         verdict = str(ledger["verdict"])
         if ledger.get("state") == "deferred":
             return "deferred to a human verdict"
-        with self._index_lock:
-            index = self.index_fresh()
+        # The lock promotions take to enter results as pending: neither write loses the other's.
+        with self.hub.locks.hold(INDEX_LOCK):
+            index = stored_index(self.hub)
             if index is None:
                 log.error("verification index unreadable; %s stays pending for now", filename)
                 return "index unreadable"
-            current = index.get(filename, "pending")
+            current = str(index.get(filename, "pending"))
             if current != "pending" and current != ledger.get("written"):
                 ledger = {**ledger, "state": "deferred", "human_verdict": current}
                 self.save_ledger(filename, ledger)
@@ -148,11 +140,11 @@ class VerdictBook:
                 ledger = {**ledger, "written": verdict}
                 self.save_ledger(filename, ledger)  # intent first: see the module docstring
             if current != verdict:
-                before = dict(index)
+                before = {str(k): str(v) for k, v in index.items()}
                 index[filename] = verdict
-                body = json.dumps(index, indent=2, sort_keys=True).encode()
-                self.hub.write_central([(VERIFICATION_INDEX, body)])
-                standings.after_verdict(self.hub, filename, verdict, before=before, after=index)
+                self.hub.write_central([(VERIFICATION_INDEX, encode_index(index))])
+                after = {**before, filename: verdict}
+                standings.after_verdict(self.hub, filename, verdict, before=before, after=after)
         if not ledger.get("announced"):
             author = naming.parse_stamped_filename(filename)
             assert author is not None

@@ -1,0 +1,1 @@
+"""Taskforces: agent-created group workspaces at `taskforces/{name}/` (agent-collabs' wire)."""
