@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync.channels.write import (
-    NAME_RE,
     Channel,
     channels_index,
     load_records,
@@ -164,7 +163,9 @@ def is_feed_cursor(value: str) -> bool:
     """A feed cursor: a filename, or `{filename}~{channel}` (a page boundary between two
     channels' copies of one filename)."""
     filename, sep, channel = value.partition(FEED_KEY_SEP)
-    return listing.is_filename_cursor(filename) and (not sep or bool(NAME_RE.match(channel)))
+    return listing.is_filename_cursor(filename) and (
+        not sep or bool(naming.AGENT_ID_RE.match(channel))
+    )
 
 
 def feed_params(params: Mapping[str, str]) -> dict[str, str]:

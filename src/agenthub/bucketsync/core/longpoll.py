@@ -471,11 +471,14 @@ class LongPoll:
             return answer(await check(), "degraded")
         try:
             deadline = start + wait_s
+            # The budget the held re-checks have slept: the wait ends with it even on a
+            # clock that does not move (a FrozenClock under a real timer).
+            budget = wait_s
             page = await check()
             while True:
                 if page["items"]:
                     return answer(page, "delivered")
-                remaining = deadline - self.clock.monotonic()
+                remaining = min(deadline - self.clock.monotonic(), budget)
                 if remaining <= 0:
                     return answer(page, "timeout")
                 # Items above the watermark: woken when it moves, re-checked at least
@@ -486,6 +489,7 @@ class LongPoll:
                     remaining = min(remaining, HELD_RECHECK_S)
                 outcome, delay = await self.registry.park(waiter, self.timer, remaining)
                 if outcome == "timeout" and held:
+                    budget -= remaining
                     page = await check()
                     continue
                 if outcome != "woken":

@@ -51,6 +51,7 @@ class RedisBus:
         self._mark_source: Callable[[], str] | None = None
         self._task: asyncio.Task[None] | None = None
         self._marks: asyncio.Task[None] | None = None
+        self._stopping = False
         self._ready = asyncio.Event()
         self.published = 0
         self.received = 0
@@ -118,6 +119,7 @@ class RedisBus:
 
     async def start(self) -> None:
         self._ready = asyncio.Event()
+        self._stopping = False
         self._task = asyncio.create_task(self._listen(), name="bucketsync-bus")
         await asyncio.wait_for(self._ready.wait(), timeout=10)
         if self._mark_source is not None:
@@ -125,6 +127,7 @@ class RedisBus:
             self._marks = asyncio.create_task(self._publish_marks(), name="bucketsync-marks")
 
     async def stop(self) -> None:
+        self._stopping = True
         for task in (self._marks, self._task):
             if task is not None:
                 task.cancel()
@@ -138,7 +141,9 @@ class RedisBus:
         clock; one that stops publishing is dropped by the others after their lease)."""
         client = aioredis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
         try:
-            while True:
+            # Not `while True`: redis-py may swallow the cancellation of a publish in
+            # flight, and `stop()` would then await this loop forever.
+            while not self._stopping:
                 try:
                     await client.publish(self.channel, self._event({}))
                 except redis.RedisError as exc:
@@ -151,7 +156,7 @@ class RedisBus:
 
     async def _listen(self) -> None:
         backoff = 0.5
-        while True:
+        while not self._stopping:
             client = aioredis.Redis.from_url(self.url)
             try:
                 async with client.pubsub() as pubsub:
