@@ -312,11 +312,11 @@ def page(
     return envelope
 
 
-def held_back(page: dict[str, Any], listed: Listed, catch_up: Callable[[str], None]) -> None:
+def held_back(page: dict[str, Any], listed: Listed, catch_up: Callable[[str], bool]) -> bool:
     """A page that held items back asks the watermark to move past the newest of them
-    (`StampIssuer.catch_up`)."""
-    if page.get(HELD) and listed.keys:
-        catch_up(listed.keys[-1])
+    (`StampIssuer.catch_up`); True if this worker's floor moved: read the page again
+    (watermark first, then the listings)."""
+    return bool(page.get(HELD)) and bool(listed.keys) and catch_up(listed.keys[-1])
 
 
 def _below(keys: Sequence[str], bound: str, after: str | None) -> tuple[Sequence[str], int]:

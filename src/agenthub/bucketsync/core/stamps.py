@@ -29,6 +29,8 @@ from agenthub.clock import Clock
 STAMP_LEASE_S = 30.0
 # A worker that published no mark for this long is gone (killed): it holds nothing back.
 PEER_LEASE_S = 2.0
+# How far ahead of the clock a held item's stamp may pull this worker's floor.
+CATCH_UP_AHEAD_S = 5.0
 _STAMP_RE = re.compile(r"\d{8}-\d{6}-\d{3}")
 
 
@@ -96,20 +98,25 @@ class StampIssuer:
         floor = stamp_from_ms(floor_ms)
         return min((stamp for stamp, _author in self._unsettled), default=floor)
 
-    def catch_up(self, key: str) -> None:
-        """A stream holds items up to `key` (a filename) behind this worker's announced
-        mark: promise to issue nothing at or below its stamp and announce it, so the hold
-        ends in one bus round trip instead of when the clock passes it."""
+    def catch_up(self, key: str) -> bool:
+        """A stream holds items up to `key` (a filename, written by another worker or
+        process) behind this worker's floor: promise to issue nothing at or below its stamp
+        (and announce it on the bus), so the hold ends now, or in one bus round trip, not
+        when the clock passes it. True if the floor moved (the page is worth reading
+        again). A stamp more than CATCH_UP_AHEAD_S ahead of the clock is not caught up to
+        (it would drag every later stamp with it): it waits for the clock."""
         stamp = key[:STAMP_LEN]
-        if self.announce is None or not _STAMP_RE.fullmatch(stamp):
-            return
+        if not _STAMP_RE.fullmatch(stamp):
+            return False
         moment = datetime.strptime(stamp, "%Y%m%d-%H%M%S-%f").replace(tzinfo=UTC)
         ms = int(moment.timestamp() * 1000)
         with self._lock:
-            if ms <= self._last_ms:
-                return
+            if ms <= self._last_ms or ms > self._now_ms() + CATCH_UP_AHEAD_S * 1000:
+                return False
             self._last_ms = ms
-        self.announce()
+        if self.announce is not None:
+            self.announce()
+        return True
 
     def observe(self, worker: str, mark: str) -> None:
         """`worker`'s low mark as the bus delivered it (ours too, echoed: a worker we have

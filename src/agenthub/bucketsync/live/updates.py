@@ -113,7 +113,8 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     page = listing.page(
         current.listed, query, load=lambda paths: load(hub, paths), render=render, bound=bound
     )
-    listing.held_back(page, current.listed, hub.stamps.catch_up)
+    if listing.held_back(page, current.listed, hub.stamps.catch_up):
+        return updates(hub, handle, params)  # once: the floor is past every listed key
     pinned = directiveviews.pin(page, directiveviews.pending_for(hub, handle), render)
     # `next` and `cursor` close the envelope, as on /v1/inbox and /v1/channels/feed: a
     # watcher reading the top-level cursor off the end of the answer finds it here too.
