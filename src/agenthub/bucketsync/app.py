@@ -195,6 +195,13 @@ def build_hub(
                 read_model.invalidate(folder)
 
         bus.on_folders_changed(invalidate)
+    longpoll = _longpoll(settings, clock, chosen, timer, presence) if timer is not None else None
+    if longpoll is not None:
+        # A watch held behind the watermark is rung when it moves (core.stamps).
+        stamps.advance_listeners.append(longpoll.registry.watermark_moved)
+    if bus is not None:
+        bus.on_mark(stamps.observe, stamps.mark)
+        stamps.announce = bus.announce
     return Hub(
         settings=settings,
         store=store,
@@ -206,9 +213,7 @@ def build_hub(
         dedup=dedup,
         stamps=stamps,
         notifier=chosen,
-        longpoll=(
-            _longpoll(settings, clock, chosen, timer, presence) if timer is not None else None
-        ),
+        longpoll=longpoll,
         locks=locks,
         folder_listeners=folder_listeners,
     )

@@ -27,8 +27,11 @@ def _inbox_index(entries: dict[str, FileEntry]) -> dict[str, dict[str, str]]:
 
 
 def parse_query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
-    """The list grammar's query for a board or inbox read (400 on a bad value)."""
-    return listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+    """The list grammar's query for a board or inbox read (400 on a bad value, a cursor
+    that is no filename included)."""
+    return listing.parse_query(
+        params, expand_max=hub.settings.expand_max_limit, cursor=listing.is_filename_cursor
+    )
 
 
 def list_messages(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
@@ -114,10 +117,16 @@ def inbox(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def inbox_page(hub: Hub, handle: str, query: listing.ListQuery) -> dict[str, Any]:
+    """Two folders (copies, broadcasts): served up to the watermark, read before them."""
+    bound = hub.stamps.watermark()
     listed = inbox_listed(hub, handle)
-    return listing.page(
+    page = listing.page(
         listed,
         query,
         load=_InboxLoader(hub),
         render=lambda _key, record: render_record(record),
+        bound=bound,
     )
+    if listing.held_back(page, listed, hub.stamps.catch_up):
+        return inbox_page(hub, handle, query)  # once: the floor is past every listed key
+    return page

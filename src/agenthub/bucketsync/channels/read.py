@@ -111,7 +111,9 @@ def detail(hub: Hub, name: str) -> dict[str, Any]:
 
 
 def _query(hub: Hub, params: Mapping[str, str]) -> listing.ListQuery:
-    return listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+    return listing.parse_query(
+        params, expand_max=hub.settings.expand_max_limit, cursor=listing.is_filename_cursor
+    )
 
 
 def channel_messages(hub: Hub, name: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -157,11 +159,22 @@ def feed_listed(hub: Hub, names: list[str]) -> listing.Listed:
     return listing.Listed(keys=sorted(paths), paths=paths, count=len(paths))
 
 
+def is_feed_cursor(value: str) -> bool:
+    """A feed cursor: a filename, or `{filename}~{channel}` (a page boundary between two
+    channels' copies of one filename)."""
+    filename, sep, channel = value.partition(FEED_KEY_SEP)
+    return listing.is_filename_cursor(filename) and (
+        not sep or bool(naming.AGENT_ID_RE.match(channel))
+    )
+
+
 def feed_params(params: Mapping[str, str]) -> dict[str, str]:
-    """A bare filename cursor is exclusive of every channel's copy of that filename."""
+    """A bare filename cursor is exclusive of every channel's copy of that filename (a
+    cursor of neither form is 400 INVALID_QUERY, before it is widened)."""
     adjusted = dict(params)
     for name in ("after", "before"):
         value = adjusted.get(name)
+        listing.check_cursor(name, value or None, is_feed_cursor)
         if value and FEED_KEY_SEP not in value:
             adjusted[name] = value + (FEED_KEY_SEP + "\U0010ffff" if name == "after" else "")
     return adjusted
@@ -173,6 +186,7 @@ def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
     and `cursor` the plain `{stamp}_{agent}.md` filename. Only where a plain cursor would
     skip an undelivered copy of the same filename (a page boundary between two channels'
     copies) does it stay `{filename}~{channel}`, which `after`/`before` accept too."""
+    bound = hub.stamps.watermark()  # before the listing: see `core.stamps`
     require_handle(hub, handle)
     listed = feed_listed(hub, list(subscriptions(hub, handle)))
     delivered: list[str] = []
@@ -183,10 +197,13 @@ def feed(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
 
     page = listing.page(
         listed,
-        _query(hub, feed_params(params)),
+        listing.parse_query(feed_params(params), expand_max=hub.settings.expand_max_limit),
         load=lambda paths: load_records(hub, list(paths)),
         render=render,
+        bound=bound,
     )
+    if listing.held_back(page, listed, hub.stamps.catch_up):
+        return feed(hub, handle, params)  # once: the floor is past every listed key
     if not delivered:
         delivered = [item for item in page["items"] if isinstance(item, str)]
         page["items"] = [_plain(key) for key in delivered]

@@ -116,6 +116,13 @@ class Hub:
         fail the loss is logged and counted (`backfill-inbox` repairs inbox copies). If the
         last file failed, nothing became visible and the error propagates (503)."""
         try:
+            return self._write_central(adds)
+        finally:
+            # Visible now (write-through) or never: either way no stream waits for them.
+            self.stamps.settle([path.rsplit("/", 1)[-1] for path, _data in adds])
+
+    def _write_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
+        try:
             self.store.write_batch(self.central, Batch(adds=list(adds)))
             failed: set[str] = set()
         except PartialWrite as exc:

@@ -5,10 +5,12 @@ the `count`/`matched`/`next`/`cursor` envelope."""
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agenthub.bucketsync.core.longpoll import HELD
 from agenthub.bucketsync.core.naming import (
     STAMP_LEN,
     normalize_time_bound,
@@ -21,6 +23,31 @@ from agenthub.bucketsync.errors import InvalidQuery
 VERIFICATION_STATES = ("pending", "valid", "invalid")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
+_STAMP_RE = re.compile(r"\d{8}-\d{6}-\d{3}")
+# BS-13.20: `after=` also takes a bare stamp prefix (`20260301-120001`), compared as text.
+_STAMP_PREFIX_RE = re.compile(r"\d{8}(?:-\d{1,6}(?:-\d{1,3})?)?")
+
+CURSOR_HINT = (
+    "a cursor is the `cursor` (or `next`) of a page this stream answered, a filename such "
+    "as 20260101-120000-000_agent-1.md (or a bare stamp prefix, 20260101-120000); pass "
+    "it back verbatim, or omit {name} to start"
+)
+
+
+def check_cursor(name: str, value: str | None, valid: Callable[[str], bool]) -> None:
+    """`after`/`before` must be a key this stream can have served: 400 INVALID_QUERY
+    naming the parameter (a garbled cursor would otherwise answer empty forever)."""
+    if value is not None and not valid(value):
+        raise InvalidQuery(
+            f"{name}={value!r} is not a cursor of this stream",
+            hint=CURSOR_HINT.format(name=name),
+        )
+
+
+def is_filename_cursor(value: str) -> bool:
+    """A record filename, as the board-style streams key their items, or a bare stamp
+    prefix of one."""
+    return read_board_filename(value) is not None or bool(_STAMP_PREFIX_RE.fullmatch(value))
 
 
 @dataclass(frozen=True)
@@ -61,8 +88,10 @@ def parse_query(
     default_order: str = "desc",
     expand_max: int = 200,
     extra_fields: Sequence[str] = (),
+    cursor: Callable[[str], bool] | None = None,
 ) -> ListQuery:
-    """Validate query parameters into a `ListQuery`; a bad value is 400 INVALID_QUERY."""
+    """Validate query parameters into a `ListQuery`; a bad value is 400 INVALID_QUERY.
+    With `cursor`, `after`/`before` must pass it (the streams' filename cursors)."""
 
     def text(name: str) -> str | None:
         value = params.get(name)
@@ -103,6 +132,9 @@ def parse_query(
             )
         verification = states
 
+    if cursor is not None:
+        check_cursor("after", text("after"), cursor)
+        check_cursor("before", text("before"), cursor)
     fields = tuple((name, params[name]) for name in extra_fields if text(name) is not None)
     return ListQuery(
         since=normalize_time_bound(since, name="since") if since else None,
@@ -173,12 +205,19 @@ def page(
     agent_of: Callable[[str], str | None] = _agent_of,
     time_from_content: bool = False,
     memo: Callable[[tuple[Any, ...], Callable[[], list[str]]], list[str]] | None = None,
+    bound: str | None = None,
 ) -> dict[str, Any]:
     """Filter, order and page `listed` under `query`; returns the response envelope.
 
     `memo(signature, compute)` may cache the filtered key list for one listing version, so
-    a repeated content filter (`q=`, `type=`…) does not rescan every record."""
+    a repeated content filter (`q=`, `type=`…) does not rescan every record. `bound` (the
+    watermark, `StampIssuer.watermark`, read before the listing) holds back stamped keys
+    at or above it: the page stops below them, the envelope gains `HELD` (how many wait
+    past `after`) for the long-poll, which strips it."""
     keys: Sequence[str] = listed.keys
+    held = 0
+    if bound is not None:
+        keys, held = _below(keys, bound, query.after)
     if query.agent is not None:
         keys = [key for key in keys if agent_of(key) == query.agent]
     timed = query.since is not None or query.until is not None
@@ -261,13 +300,40 @@ def page(
         items: list[Any] = [render(key, records[key]) for key in ordered if key in records]
     else:
         items = list(ordered)
-    return {
+    envelope = {
         "count": listed.count,
         "matched": matched,
         "items": items,
         "next": next_key,
         "cursor": max(chunk) if chunk else None,
     }
+    if bound is not None:
+        envelope[HELD] = held
+    return envelope
+
+
+def held_back(page: dict[str, Any], listed: Listed, catch_up: Callable[[str], bool]) -> bool:
+    """A page that held items back asks the watermark to move past the newest of them
+    (`StampIssuer.catch_up`); True if this worker's floor moved: read the page again
+    (watermark first, then the listings)."""
+    return bool(page.get(HELD)) and bool(listed.keys) and catch_up(listed.keys[-1])
+
+
+def _below(keys: Sequence[str], bound: str, after: str | None) -> tuple[Sequence[str], int]:
+    """`keys` without the stamped ones at or above `bound`, and how many of those sort
+    after `after`. Sorted keys put them in one tail (names without a stamp sort last and
+    are never held), so the common case — nothing above the bound — costs one search."""
+    cut = bisect.bisect_left(keys, bound)
+    if cut == len(keys):
+        return keys, 0
+    tail = keys[cut:]
+    kept = [key for key in tail if not _STAMP_RE.match(key, 0, STAMP_LEN)]
+    if len(kept) == len(tail):
+        return keys, 0
+    held = sum(1 for key in tail if after is None or key > after) - sum(
+        1 for key in kept if after is None or key > after
+    )
+    return [*keys[:cut], *kept], held
 
 
 def stamp_prefix(filename: str) -> str:

@@ -27,6 +27,11 @@ from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
 from agenthub.clock import Clock, FrozenClock
 
 WAKE_ALL = "*"  # a broadcast: every waiter is a recipient (delivery is read-time union)
+# A page key (never sent): how many items wait above the streams' watermark
+# (`StampIssuer.watermark`); a watch with nothing to deliver but those waits for them.
+HELD = "_held"
+# A held watch re-checks this often even unrung (a lease may free the watermark silently).
+HELD_RECHECK_S = 0.25
 
 Outcome = Literal["woken", "evicted", "timeout"]
 Page = dict[str, Any]
@@ -188,6 +193,7 @@ class WaiterRegistry:
         self._seq = itertools.count()
         self._presence: dict[str, _Presence] = {}
         self._held = threading.local()
+        self._behind: set[Waiter] = set()  # waiting for the watermark, not for a key
 
     # -- registration -------------------------------------------------------------------
     def register(self, owner: str, keys: Iterable[str]) -> Waiter | None:
@@ -219,6 +225,26 @@ class WaiterRegistry:
     def unregister(self, waiter: Waiter) -> None:
         with self._lock:
             self._remove(waiter)
+            self._behind.discard(waiter)
+
+    def hold(self, waiter: Waiter) -> None:
+        """`waiter`'s stream has items above the watermark: ring it when that moves."""
+        with self._lock:
+            self._behind.add(waiter)
+
+    def watermark_moved(self) -> None:
+        """The watermark may have passed held items: latch and ring the held waiters."""
+        if not self._behind:  # read without the lock: a waiter added meanwhile re-checks
+            return
+        with self._lock:
+            behind, self._behind = self._behind, set()
+            resolve: list[Doorbell] = []
+            for waiter in behind:
+                waiter.latched = True
+                if waiter.future is not None:
+                    resolve.append((waiter.loop, waiter.future))
+        if resolve:
+            _ring(resolve)
 
     def _remove(self, waiter: Waiter) -> None:
         mine = self._by_owner.get(waiter.owner)
@@ -405,7 +431,9 @@ class LongPoll:
         `prepare()` validates the handle and returns the wake keys BEFORE any slot or
         presence stamp is given (fabricated handles cannot fill the registry)."""
         if wait_s <= 0:
-            return {**(await check()), "watch": None}
+            page = await check()
+            page.pop(HELD, None)
+            return {**page, "watch": None}
         keys = await prepare()
         self.registry.stamp_presence(owner, mode)
         return await self.watch(owner=owner, keys=keys, wait_s=wait_s, check=check)
@@ -424,6 +452,7 @@ class LongPoll:
         key_set = frozenset(keys)
 
         def answer(page: Page, status: str) -> Page:
+            page.pop(HELD, None)
             waited_ms = round((self.clock.monotonic() - start) * 1000)
             return {**page, "watch": {"status": status, "waited_ms": max(0, waited_ms)}}
 
@@ -442,14 +471,27 @@ class LongPoll:
             return answer(await check(), "degraded")
         try:
             deadline = start + wait_s
+            # The budget the held re-checks have slept: the wait ends with it even on a
+            # clock that does not move (a FrozenClock under a real timer).
+            budget = wait_s
             page = await check()
             while True:
                 if page["items"]:
                     return answer(page, "delivered")
-                remaining = deadline - self.clock.monotonic()
+                remaining = min(deadline - self.clock.monotonic(), budget)
                 if remaining <= 0:
                     return answer(page, "timeout")
+                # Items above the watermark: woken when it moves, re-checked at least
+                # every HELD_RECHECK_S (a stamp's lease ends without a ring).
+                held = bool(page.get(HELD))
+                if held:
+                    self.registry.hold(waiter)
+                    remaining = min(remaining, HELD_RECHECK_S)
                 outcome, delay = await self.registry.park(waiter, self.timer, remaining)
+                if outcome == "timeout" and held:
+                    budget -= remaining
+                    page = await check()
+                    continue
                 if outcome != "woken":
                     return answer(page, outcome)
                 if delay > 0:

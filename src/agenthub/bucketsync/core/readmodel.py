@@ -245,14 +245,19 @@ class ReadModel:
         return self._folder(folder).version
 
     def derived(self, folder: str, key: str, build: Callable[[dict[str, FileEntry]], T]) -> T:
-        """A value computed from the folder listing, rebuilt only when the listing changes."""
-        entries = self.entries(folder)
+        """A value computed from the folder listing, rebuilt only when the listing changes.
+        Tagged with the version read BEFORE the entries it is built from (writers replace
+        the entries, then bump the version): a write landing meanwhile leaves a value
+        tagged older than its listing, rebuilt on the next read, never one tagged newer."""
+        version = self.version(folder)
         state = self._folder(folder)
+        entries = state.entries
+        assert entries is not None  # `version` listed the folder
         cached = state.derived.get(key)
-        if cached is not None and cached[0] == state.version:
+        if cached is not None and cached[0] == version:
             return cached[1]  # type: ignore[no-any-return]
         value = build(entries)
-        state.derived[key] = (state.version, value)
+        state.derived[key] = (version, value)
         return value
 
     JOINED_SIZE = 4096

@@ -5,7 +5,9 @@ channels + overlapping claims + its landscape events (`leaderboard:overtaken`,
 labelled with `reasons` — plus the digest's presence and unread blocks.
 
 One filename cursor covers the union: stamps are server-issued and per-author monotonic,
-so filenames are globally unique and lexical order is chronological.
+so filenames are globally unique and lexical order is chronological. The folders of the
+union become visible at different moments, so a page stops at the watermark
+(`core.stamps`): what sorts above it waits for the next page, never skipped.
 """
 
 from __future__ import annotations
@@ -92,8 +94,13 @@ def load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:
 
 
 def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
-    current = stream(hub, handle)
-    query = listing.parse_query(params, expand_max=hub.settings.expand_max_limit)
+    """One page of the union, served up to the watermark (read before every folder of
+    it: an item is delivered only once all that can sort before it is visible)."""
+    bound = hub.stamps.watermark()
+    current = stream(hub, handle)  # 404 for an unknown handle before a bad query's 400
+    query = listing.parse_query(
+        params, expand_max=hub.settings.expand_max_limit, cursor=listing.is_filename_cursor
+    )
 
     def render(key: str, record: Record) -> dict[str, Any]:
         shown = (
@@ -103,8 +110,16 @@ def updates(hub: Hub, handle: str, params: Mapping[str, str]) -> dict[str, Any]:
         )
         return {**shown, "reasons": list(current.reasons.get(key, []))}
 
-    page = listing.page(current.listed, query, load=lambda paths: load(hub, paths), render=render)
-    return directiveviews.pin(page, directiveviews.pending_for(hub, handle), render)
+    page = listing.page(
+        current.listed, query, load=lambda paths: load(hub, paths), render=render, bound=bound
+    )
+    if listing.held_back(page, current.listed, hub.stamps.catch_up):
+        return updates(hub, handle, params)  # once: the floor is past every listed key
+    pinned = directiveviews.pin(page, directiveviews.pending_for(hub, handle), render)
+    # `next` and `cursor` close the envelope, as on /v1/inbox and /v1/channels/feed: a
+    # watcher reading the top-level cursor off the end of the answer finds it here too.
+    tail = {name: pinned.pop(name) for name in ("next", "cursor")}
+    return {**pinned, **tail}
 
 
 def digest_blocks(

@@ -6,6 +6,11 @@ publishes them with its origin id; the listener skips its own messages. Other wo
 invalidate the named read-model folders (their listing caches would otherwise miss the
 write for up to `LISTING_TTL_S`) and then wake their waiters, so a woken waiter's re-check
 sees the record it was woken for — the seed's W1-before-W2 ordering, across processes.
+
+Every event also carries the publisher's low mark (`core.stamps`), and each worker
+publishes its mark every MARK_EVERY_S: the streams' watermark across workers. A worker
+reads its own marks back too: Redis orders all publishes, so a worker it has not heard
+from yet published before that echo and is known by the time the echo is applied.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from agenthub.bucketsync.errors import StorageUnavailable
 log = logging.getLogger(__name__)
 
 FolderListener = Callable[[frozenset[str]], None]
+MarkListener = Callable[[str, str], None]
+# How stale another worker's mark may be while it is idle: what a cross-worker delivery
+# may wait for, at most, above the wake itself.
+MARK_EVERY_S = 0.05
 
 
 class RedisBus:
@@ -38,7 +47,11 @@ class RedisBus:
         self._lock = threading.Lock()
         self._local = InProcessNotifier()  # this worker's waiters
         self._folder_listeners: list[FolderListener] = []
+        self._mark_listener: MarkListener | None = None
+        self._mark_source: Callable[[], str] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._marks: asyncio.Task[None] | None = None
+        self._stopping = False
         self._ready = asyncio.Event()
         self.published = 0
         self.received = 0
@@ -56,6 +69,15 @@ class RedisBus:
         with self._lock:
             self._folder_listeners.append(listener)
 
+    def on_mark(self, listener: MarkListener, source: Callable[[], str]) -> None:
+        """Publish `source()` (this worker's low mark) with every event and every
+        MARK_EVERY_S; call `listener(worker, mark)` for every mark received, ours too."""
+        self._mark_listener, self._mark_source = listener, source
+
+    def announce(self) -> None:
+        """Publish this worker's mark now (a stream is waiting for it to move)."""
+        self._publish({})
+
     def wake(self, keys: Iterable[str]) -> frozenset[str]:
         batch = frozenset(keys)
         if not batch:
@@ -69,8 +91,12 @@ class RedisBus:
         if changed:
             self._publish({"folders": changed})
 
+    def _event(self, event: dict[str, object]) -> str:
+        mark = {"mark": self._mark_source()} if self._mark_source is not None else {}
+        return json.dumps({"origin": self.origin, **event, **mark})
+
     def _publish(self, event: dict[str, object]) -> None:
-        payload = json.dumps({"origin": self.origin, **event})
+        payload = self._event(event)
         try:
             self._client.publish(self.channel, payload)
             self.published += 1
@@ -93,20 +119,44 @@ class RedisBus:
 
     async def start(self) -> None:
         self._ready = asyncio.Event()
+        self._stopping = False
         self._task = asyncio.create_task(self._listen(), name="bucketsync-bus")
         await asyncio.wait_for(self._ready.wait(), timeout=10)
+        if self._mark_source is not None:
+            self._publish({})  # known to the other workers before it issues a stamp
+            self._marks = asyncio.create_task(self._publish_marks(), name="bucketsync-marks")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        self._stopping = True
+        for task in (self._marks, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._marks = None
         self._client.close()
+
+    async def _publish_marks(self) -> None:
+        """This worker's mark, every MARK_EVERY_S (an idle worker's mark follows its
+        clock; one that stops publishing is dropped by the others after their lease)."""
+        client = aioredis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            # Not `while True`: redis-py may swallow the cancellation of a publish in
+            # flight, and `stop()` would then await this loop forever.
+            while not self._stopping:
+                try:
+                    await client.publish(self.channel, self._event({}))
+                except redis.RedisError as exc:
+                    self.publish_failures += 1
+                    log.error("bus: publishing the mark failed: %s", exc)
+                    await asyncio.sleep(1.0)
+                await asyncio.sleep(MARK_EVERY_S)
+        finally:
+            await client.aclose()
 
     async def _listen(self) -> None:
         backoff = 0.5
-        while True:
+        while not self._stopping:
             client = aioredis.Redis.from_url(self.url)
             try:
                 async with client.pubsub() as pubsub:
@@ -131,15 +181,25 @@ class RedisBus:
         except (TypeError, ValueError):
             log.error("bus: ignoring a malformed event")
             return
-        if not isinstance(event, dict) or event.get("origin") == self.origin:
+        if not isinstance(event, dict):
             return
-        self.received += 1
+        mark = event.get("mark")
+        if event.get("origin") == self.origin:
+            if isinstance(mark, str) and self._mark_listener is not None:
+                self._mark_listener(self.origin, mark)
+            return
+        folders = frozenset(str(f) for f in event.get("folders") or ())
+        if folders or event.get("keys"):
+            self.received += 1  # a write's event, not a mark alone
         with self._lock:
             folder_listeners = list(self._folder_listeners)
-        folders = frozenset(str(f) for f in event.get("folders") or ())
         if folders:
             for listener in folder_listeners:
                 listener(folders)
+        # After the folders (its writes are re-listed) and before the wake (the woken
+        # waiter's re-check sees the mark its write moved).
+        if isinstance(mark, str) and self._mark_listener is not None:
+            self._mark_listener(str(event.get("origin")), mark)
         keys = frozenset(str(k) for k in event.get("keys") or ())
         if keys:
             self._local.deliver(keys)
