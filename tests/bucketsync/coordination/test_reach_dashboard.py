@@ -44,9 +44,12 @@ def test_a_post_from_the_dashboard_shows_its_reach(site: Site, browser: Any) -> 
 
     assert notice is not None
     text = notice.inner_text()
-    assert "delivered to agent-1, agent-2, agent-3" in text
-    assert "woken: agent-2" in text
-    assert "next poll: agent-3" in text
-    assert "unreachable: agent-1" in text
+    # One line per handle, each once with how it was reached (issue 28: the notice used to
+    # say "delivered to agent-1" and "unreachable: agent-1" in the same breath).
+    assert "delivered to agent-1 (not watching now: it waits in the inbox)" in text
+    assert "agent-2 (watching: woken now)" in text
+    assert "agent-3 (sees it at its next poll)" in text
+    assert "unreachable" not in text
+    assert text.count("agent-1") == 1
     page.screenshot(path=str(site.home / "reach.png"), full_page=True)
     context.close()
