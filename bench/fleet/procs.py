@@ -1,0 +1,130 @@
+"""The soak's server processes: State Hub and hub-core restartable on their ports (the
+bucket-sync server is `tests/…/processes.ServeProcess`), the worker processes of a
+`serve --workers N` supervisor, and /proc samples of RSS and open fds per process."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from bench._servers import free_port
+
+
+class Service:
+    """`agenthub <service> serve` on one port across restarts, killable with -9."""
+
+    def __init__(self, name: str, env: dict[str, str], log: Path, health: str) -> None:
+        self.name = name
+        self.env = env
+        self.log = log
+        self.health = health
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "agenthub.cli", self.name, "serve", "--port", str(self.port)]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def wait_healthy(self, timeout_s: float, ready: Callable[[httpx.Response], bool]) -> float:
+        """When (monotonic) the health route first satisfied `ready`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                if ready(httpx.get(self.base + self.health, timeout=2)):
+                    return time.monotonic()
+            assert self.process is not None
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not come up:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, leaving out multiprocessing's resource tracker."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and b"resource_tracker" not in cmdline:
+            found.append(int(entry))
+    return sorted(found)
+
+
+@dataclass
+class Samples:
+    role: str
+    born: float
+    points: list[tuple[float, float, int]] = field(default_factory=list)  # (t, rss MB, fds)
+
+
+def sample(pid: int) -> tuple[float, int] | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024, fds
+    return None
+
+
+class Sampler(threading.Thread):
+    """Every `every_s`, RSS and fd count of each process `pids()` names (pid -> role)."""
+
+    def __init__(self, pids: Callable[[], dict[int, str]], every_s: float = 2.0) -> None:
+        super().__init__(daemon=True, name="sampler")
+        self.pids = pids
+        self.every_s = every_s
+        self.samples: dict[int, Samples] = {}
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.every_s):
+            now = time.monotonic()
+            for pid, role in self.pids().items():
+                point = sample(pid)
+                if point is not None:
+                    self.samples.setdefault(pid, Samples(role, now)).points.append((now, *point))
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=10)
