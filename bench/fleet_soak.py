@@ -127,11 +127,11 @@ class Soak:
 
     def start_statehub(self) -> float:
         self.statehub.start()
-        return self.statehub.wait_healthy(self.config.restart_s, lambda r: r.status_code == 200)
+        return self.statehub.wait_ready(self.config.restart_s, lambda r: r.status_code == 200)
 
     def start_hubcore(self) -> float:
         self.hubcore.start()
-        return self.hubcore.wait_healthy(self.config.restart_s, lambda r: bool(r.json()["cursor"]))
+        return self.hubcore.wait_ready(self.config.restart_s, lambda r: bool(r.json()["cursor"]))
 
     def workers(self) -> list[int]:
         assert self.server.process is not None

@@ -18,7 +18,7 @@ import httpx
 
 from agenthub.bucketsync.identity.local import LocalIdentity
 from bench.fleet.ledger import Ledger, Write
-from bench.fleet.send import GaveUp, until_acked
+from bench.fleet.send import GaveUp, acknowledged, until_acked
 
 ORG = "fleet-org"
 SLUG = "chal"
@@ -115,19 +115,16 @@ class Agent(threading.Thread):
         with httpx.Client(base_url=self.fleet.base, timeout=30) as client:
             while not self.stop.is_set():
                 roll = self.rng.random()
-                try:
-                    if roll < 0.2:
-                        self.read(client)
-                        self.stop.wait(self.rng.uniform(0.5, 1.5))
-                        continue
-                    if roll < 0.55:
-                        self.board(client)
-                    elif roll < 0.85:
-                        self.channel(client)
-                    else:
-                        self.result(client)
-                except GaveUp:
-                    pass
+                if roll < 0.2:
+                    self.read(client)
+                    self.stop.wait(self.rng.uniform(0.5, 1.5))
+                    continue
+                if roll < 0.55:
+                    self.board(client)
+                elif roll < 0.85:
+                    self.channel(client)
+                else:
+                    self.result(client)
                 # The source-write limit is 20/min per bucket: stay under it.
                 self.stop.wait(self.rng.uniform(2.5, 5.0))
 
@@ -139,26 +136,26 @@ class Agent(threading.Thread):
         return self.rng.sample(self.others, k=min(len(self.others), self.rng.randint(1, most)))
 
     def board(self, client: httpx.Client) -> None:
-        mentioned = self.mentions(2)
+        mentioned = frozenset(self.mentions(2))
         op = self.op()
-        text = f"{op} board note for " + " ".join(f"@{m}" for m in mentioned) + "\n"
-        self.promote(client, op, "board", text, {}, frozenset(mentioned), frozenset(mentioned))
+        text = f"{op} board note for " + " ".join(f"@{m}" for m in sorted(mentioned)) + "\n"
+        self.promote(client, op, "board", text, {}, addressed=mentioned, mentioned=mentioned)
 
     def channel(self, client: httpx.Client) -> None:
         name = self.rng.choice(CHANNELS)
-        mentioned = self.mentions(1) if self.rng.random() < 0.3 else []
+        mentioned = frozenset(self.mentions(1) if self.rng.random() < 0.3 else [])
         op = self.op()
-        text = f"{op} in #{name} " + " ".join(f"@{m}" for m in mentioned) + "\n"
-        loud = self.fleet.loud[name]
-        self.promote(
-            client,
-            op,
-            "channel",
-            text,
-            {"channel": name},
-            frozenset(mentioned) | loud,
-            frozenset(mentioned),
-        )
+        text = f"{op} in #{name} " + " ".join(f"@{m}" for m in sorted(mentioned)) + "\n"
+        addressed = mentioned | self.fleet.loud[name]
+        extra = {"channel": name}
+        self.promote(client, op, "channel", text, extra, addressed=addressed, mentioned=mentioned)
+
+    def result(self, client: httpx.Client) -> None:
+        op = self.op()
+        score = round(self.rng.uniform(0.05, 1.0), 4)
+        fields = {"score": score, "method": "m", "status": "agent-run", "description": op}
+        text = "---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in fields.items())
+        self.promote(client, op, "result", f"{text}---\n{op} notes\n", {}, score=score)
 
     def promote(
         self,
@@ -167,24 +164,24 @@ class Agent(threading.Thread):
         kind: str,
         text: str,
         extra: dict[str, Any],
-        addressed: frozenset[str],
-        mentioned: frozenset[str],
+        *,
+        addressed: frozenset[str] = frozenset(),
+        mentioned: frozenset[str] = frozenset(),
+        score: float | None = None,
     ) -> None:
+        """Write `text` to the scratch bucket, then promote it (a result, or a message)."""
         path = f"ops/{op}.md"
+        route = "/v1/results" if kind == "result" else "/v1/messages"
         try:
             put_file(client, self.ledger, self.fleet, self.agent, path, text)
-            answer, took = until_acked(
-                client,
-                self.ledger,
-                "bucketsync",
-                "/v1/messages",
-                key=op,
-                body={"source": source(self.agent, path), **extra},
-            )
         except GaveUp as exc:
             self.ledger.gave_up(op, kind, str(exc))
-            raise
-        found = answer.json()
+            return
+        body = {"source": source(self.agent, path), **extra}
+        sent = acknowledged(client, self.ledger, "bucketsync", route, op=op, kind=kind, body=body)
+        if sent is None:
+            return
+        found, took = sent
         self.ledger.acked(
             Write(
                 op,
@@ -194,34 +191,10 @@ class Agent(threading.Thread):
                 addressed,
                 time.monotonic(),
                 took,
+                score=score,
                 mentioned=mentioned,
                 mentions_delivered=tuple(found.get("mentions_delivered") or ()),
             )
-        )
-
-    def result(self, client: httpx.Client) -> None:
-        op = self.op()
-        score = round(self.rng.uniform(0.05, 1.0), 4)
-        fields = {"score": score, "method": "m", "status": "agent-run", "description": op}
-        text = "---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in fields.items())
-        text += f"---\n{op} notes\n"
-        path = f"results/{op}.md"
-        try:
-            put_file(client, self.ledger, self.fleet, self.agent, path, text)
-            answer, took = until_acked(
-                client,
-                self.ledger,
-                "bucketsync",
-                "/v1/results",
-                key=op,
-                body={"source": source(self.agent, path)},
-            )
-        except GaveUp as exc:
-            self.ledger.gave_up(op, "result", str(exc))
-            raise
-        filename = answer.json()["filename"]
-        self.ledger.acked(
-            Write(op, "result", self.agent, filename, frozenset(), time.monotonic(), took, score)
         )
 
     def read(self, client: httpx.Client) -> None:
@@ -240,32 +213,28 @@ class Organizer(Agent):
         with httpx.Client(base_url=self.fleet.base, timeout=30) as client:
             while not self.stop.wait(self.rng.uniform(20, 30)):
                 op = self.op()
-                try:
-                    answer, took = until_acked(
-                        client,
-                        self.ledger,
-                        "bucketsync",
-                        "/v1/messages",
-                        key=op,
-                        body={
-                            "agent_id": f"human-{ORGANIZER}",
-                            "body": f"{op} broadcast",
-                            "broadcast": True,
-                        },
-                        headers=auth(self.fleet.organizer_token),
-                    )
-                except GaveUp as exc:
-                    self.ledger.gave_up(op, "broadcast", str(exc))
+                body = {"agent_id": f"human-{ORGANIZER}", "body": f"{op} broadcast"}
+                sent = acknowledged(
+                    client,
+                    self.ledger,
+                    "bucketsync",
+                    "/v1/messages",
+                    op=op,
+                    kind="broadcast",
+                    body={**body, "broadcast": True},
+                    headers=auth(self.fleet.organizer_token),
+                )
+                if sent is None:
                     continue
                 self.ledger.acked(
                     Write(
                         op,
                         "broadcast",
                         f"human-{ORGANIZER}",
-                        answer.json()["filename"],
+                        sent[0]["filename"],
                         frozenset(self.fleet.agents),
                         time.monotonic(),
-                        took,
+                        sent[1],
                     )
                 )
 

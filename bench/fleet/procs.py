@@ -1,13 +1,11 @@
-"""The soak's server processes: State Hub and hub-core restartable on their ports (the
-bucket-sync server is `tests/…/processes.ServeProcess`), the worker processes of a
+"""The soak's server processes: State Hub and hub-core restartable on their ports (as
+`tests/…/processes.ServeProcess` runs bucket-sync), the worker processes of a
 `serve --workers N` supervisor, and /proc samples of RSS and open fds per process."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -16,34 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from tests.bucketsync.reliability.processes import ServeProcess
 
-from bench._servers import free_port
 
-
-class Service:
-    """`agenthub <service> serve` on one port across restarts, killable with -9."""
+class Service(ServeProcess):
+    """`agenthub <name> serve` on one port across restarts, killable with -9 as a whole."""
 
     def __init__(self, name: str, env: dict[str, str], log: Path, health: str) -> None:
+        super().__init__(env, log)
         self.name = name
-        self.env = env
-        self.log = log
         self.health = health
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        argv = [sys.executable, "-m", "agenthub.cli", self.name, "serve", "--port", str(self.port)]
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        self.argv = [sys.executable, "-m", "agenthub.cli", name, "serve", "--port", str(self.port)]
 
     @property
     def pid(self) -> int | None:
         return None if self.process is None else self.process.pid
 
-    def wait_healthy(self, timeout_s: float, ready: Callable[[httpx.Response], bool]) -> float:
+    def wait_ready(self, timeout_s: float, ready: Callable[[httpx.Response], bool]) -> float:
         """When (monotonic) the health route first satisfied `ready`."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -54,21 +41,6 @@ class Service:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name} did not come up:\n{self.log.read_text()[-3000:]}")
             time.sleep(0.1)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
 
 
 def children(pid: int) -> list[int]:

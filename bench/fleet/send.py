@@ -71,3 +71,24 @@ def until_acked(
         time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
         pause = min(pause * 2, 5.0)
     raise GaveUp(last)
+
+
+def acknowledged(
+    client: httpx.Client,
+    ledger: Ledger,
+    service: str,
+    url: str,
+    *,
+    op: str,
+    kind: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], float] | None:
+    """`until_acked` with `op` as the key: the answer's JSON and round trip, or None when
+    the write was given up on (recorded in the ledger)."""
+    try:
+        answer, took = until_acked(client, ledger, service, url, key=op, body=body, headers=headers)
+    except GaveUp as exc:
+        ledger.gave_up(op, kind, str(exc))
+        return None
+    return answer.json(), took

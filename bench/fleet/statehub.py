@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 
 from agenthub.db import normalize_url
 from bench.fleet.ledger import Ledger, Write
-from bench.fleet.send import GaveUp, until_acked
+from bench.fleet.send import acknowledged
 
 READERS = [f"reader-{i}" for i in range(5)]
 ROW = "id::text, from_agent, to_agent, subject, body"
@@ -41,22 +41,20 @@ class Writer(threading.Thread):
                     "subject": op,
                     "body": f"{op} body",
                 }
-                try:
-                    answer, took = until_acked(
-                        client, self.ledger, "statehub", "/messages/", key=op, body=body
-                    )
-                except GaveUp as exc:
-                    self.ledger.gave_up(op, "statehub", str(exc))
+                sent = acknowledged(
+                    client, self.ledger, "statehub", "/messages/", op=op, kind="statehub", body=body
+                )
+                if sent is None:
                     continue
                 self.ledger.acked(
                     Write(
                         op,
                         "statehub",
                         self.agent,
-                        answer.json()["id"],
+                        sent[0]["id"],
                         frozenset(),
                         time.monotonic(),
-                        took,
+                        sent[1],
                     )
                 )
 
