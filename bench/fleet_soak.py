@@ -245,8 +245,11 @@ class Soak:
             found = checks.stored_once(client, fleet, ledger)
             found.append(checks.delivered_once(ledger))
             found.append(checks.leaderboard(client, ledger))
+        found.append(checks.replayed(ledger))
         found.append(checks.no_5xx(ledger))
-        found += checks.growth(self.sampler.samples)
+        # Each agent holds two connections (its writes, its watcher), a State Hub writer one.
+        connections = 2 * self.config.agents + self.config.writers + 4
+        found += checks.growth(self.sampler.samples, connections)
         found.append(checks.statehub_stored(ledger, subjects(self.statehub_url)))
         rows, differ, waited = converge(self.statehub_url, self.hubcore_url, 60)
         found.append(

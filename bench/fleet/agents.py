@@ -99,6 +99,17 @@ def set_up(server: Any, ledger: Ledger, count: int, rng: random.Random) -> Fleet
     return fleet
 
 
+def promoted(error: GaveUp) -> dict[str, Any] | None:
+    """A retry answered `409 ALREADY_PROMOTED` instead of its first answer: the write
+    landed, under the filename the error names (each op's source and body are unique)."""
+    if error.answer is None or error.answer.status_code != 409:
+        return None
+    found = error.answer.json().get("error", {})
+    if found.get("code") != "ALREADY_PROMOTED" or not found.get("filename"):
+        return None
+    return {"filename": found["filename"]}
+
+
 class Agent(threading.Thread):
     """One agent's writes and reads until `stop` is set."""
 
@@ -178,7 +189,9 @@ class Agent(threading.Thread):
             self.ledger.gave_up(op, kind, str(exc))
             return
         body = {"source": source(self.agent, path), **extra}
-        sent = acknowledged(client, self.ledger, "bucketsync", route, op=op, kind=kind, body=body)
+        sent = acknowledged(
+            client, self.ledger, "bucketsync", route, op=op, kind=kind, body=body, recover=promoted
+        )
         if sent is None:
             return
         found, took = sent
@@ -193,7 +206,9 @@ class Agent(threading.Thread):
                 took,
                 score=score,
                 mentioned=mentioned,
-                mentions_delivered=tuple(found.get("mentions_delivered") or ()),
+                mentions_delivered=(
+                    tuple(found["mentions_delivered"]) if "mentions_delivered" in found else None
+                ),
             )
         )
 

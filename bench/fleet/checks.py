@@ -69,8 +69,8 @@ def stored_once(client: httpx.Client, fleet: Fleet, ledger: Ledger) -> list[Chec
     pairs = [(w, h) for w in ledger.writes for h in sorted(w.mentioned)]
     inboxes = {h: ops_in(listing(client, f"/v1/inbox/{h}")) for h in fleet.agents}
     inbox_ok = [(w, h) for w, h in pairs if inboxes[h][f"{w.op} {w.filename}"] == 1]
-    told = [w for w in ledger.writes if w.kind in ("board", "channel")]
-    told_ok = [w for w in told if set(w.mentions_delivered) == set(w.mentioned)]
+    told = [w for w in ledger.writes if w.mentions_delivered is not None]
+    told_ok = [w for w in told if set(w.mentions_delivered or ()) == set(w.mentioned)]
     checks.append(
         Check(
             "inbox copies stored exactly once",
@@ -113,6 +113,19 @@ def delivered_once(ledger: Ledger) -> Check:
     )
 
 
+def replayed(ledger: Ledger) -> Check:
+    """A retry with the first attempt's Idempotency-Key must get the first answer back, not
+    a different one that only says the write had landed (then found by its filename)."""
+    lost = ledger.answers_lost
+    return Check(
+        "Idempotency-Key retries get the first answer",
+        "0 other answers",
+        f"{len(lost)} other answers",
+        not lost,
+        f"{[(op, answer[:160]) for op, answer in lost[:3]]}",
+    )
+
+
 def leaderboard(client: httpx.Client, ledger: Ledger) -> Check:
     best: dict[str, float] = {}
     for w in ledger.writes:
@@ -141,43 +154,45 @@ def no_5xx(ledger: Ledger) -> Check:
     )
 
 
-def growth(samples: dict[int, Samples]) -> list[Check]:
-    """Per process that lived MIN_LIFE_S: from a third into its sampled life to its end."""
-    rss_worst = (0.0, "-")
-    fd_worst = (0, "-")
-    rss_bad: list[str] = []
-    fd_bad: list[str] = []
+def growth(samples: dict[int, Samples], connections: int) -> list[Check]:
+    """Per process that lived MIN_LIFE_S: from a third into its sampled life to its end.
+    Sockets may grow by the connections the fleet can hold open (`connections`): a killed
+    worker's clients reconnect to the one that lives."""
     judged = 0
+    worst = {"rss": (0.0, "-"), "fds": (0.0, "-"), "sockets": (0.0, "-")}
+    over: dict[str, list[str]] = {"rss": [], "fds": [], "sockets": []}
     for pid, series in samples.items():
         points = series.points
         if len(points) < 3 or points[-1][0] - points[0][0] < MIN_LIFE_S:
             continue
         judged += 1
-        _, rss0, fd0 = points[len(points) // 3]
-        _, rss1, fd1 = points[-1]
+        _, rss0, fd0, sock0 = points[len(points) // 3]
+        _, rss1, fd1, sock1 = points[-1]
         name = f"{series.role}:{pid}"
-        if rss1 - rss0 > rss_worst[0]:
-            rss_worst = (rss1 - rss0, name)
-        if fd1 - fd0 > fd_worst[0]:
-            fd_worst = (fd1 - fd0, name)
-        if rss1 - rss0 > RSS_SLACK_MB + RSS_SLACK_RATIO * rss0:
-            rss_bad.append(f"{name} {rss0:.0f}->{rss1:.0f} MB")
-        if fd1 - fd0 > FD_SLACK:
-            fd_bad.append(f"{name} {fd0}->{fd1}")
+        for what, before, after, slack in (
+            ("rss", rss0, rss1, RSS_SLACK_MB + RSS_SLACK_RATIO * rss0),
+            ("fds", fd0, fd1, FD_SLACK),
+            ("sockets", sock0, sock1, connections),
+        ):
+            if after - before > worst[what][0]:
+                worst[what] = (after - before, name)
+            if after - before > slack:
+                over[what].append(f"{name} {before:.0f}->{after:.0f}")
+    detail = f"of {judged} processes; worst: {worst}; over: {over}"
     return [
         Check(
             "no RSS growth (per server process)",
             f"<={RSS_SLACK_MB:.0f}MB+{RSS_SLACK_RATIO:.0%}",
-            f"max +{rss_worst[0]:.0f}MB ({judged} p)",
-            judged > 0 and not rss_bad,
-            f"worst {rss_worst[1]} of {judged} processes; over: {rss_bad[:4]}",
+            f"max +{worst['rss'][0]:.0f}MB ({judged} p)",
+            judged > 0 and not over["rss"],
+            detail,
         ),
         Check(
-            "no fd growth (per server process)",
-            f"<=+{FD_SLACK}",
-            f"max +{fd_worst[0]} ({judged} p)",
-            judged > 0 and not fd_bad,
-            f"worst {fd_worst[1]} of {judged} processes; over: {fd_bad[:4]}",
+            "no fd growth (files/pipes; sockets)",
+            f"<=+{FD_SLACK}; <=+{connections}",
+            f"+{worst['fds'][0]:.0f}; +{worst['sockets'][0]:.0f}",
+            judged > 0 and not over["fds"] and not over["sockets"],
+            detail,
         ),
     ]
 

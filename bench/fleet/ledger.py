@@ -26,7 +26,7 @@ class Write:
     latency_s: float  # the acknowledged attempt's round trip
     score: float | None = None
     mentioned: frozenset[str] = frozenset()  # the @-mentions the body carries
-    mentions_delivered: tuple[str, ...] = ()  # what the server answered
+    mentions_delivered: tuple[str, ...] | None = None  # what the server answered, if known
 
 
 @dataclass
@@ -61,6 +61,7 @@ class Ledger:
         self.open_windows: dict[str, float] = {}
         self.retries = 0
         self.replayed = 0
+        self.answers_lost: list[tuple[str, str]] = []  # (op, answer): a retry not replayed
 
     def acked(self, write: Write) -> None:
         with self._lock:
@@ -82,6 +83,10 @@ class Ledger:
     def retried(self) -> None:
         with self._lock:
             self.retries += 1
+
+    def recovered(self, op: str, answer: str) -> None:
+        with self._lock:
+            self.answers_lost.append((op, answer))
 
     def replay(self) -> None:
         with self._lock:

@@ -64,18 +64,25 @@ def children(pid: int) -> list[int]:
 class Samples:
     role: str
     born: float
-    points: list[tuple[float, float, int]] = field(default_factory=list)  # (t, rss MB, fds)
+    # (t, RSS MB, fds other than sockets, sockets)
+    points: list[tuple[float, float, int, int]] = field(default_factory=list)
 
 
-def sample(pid: int) -> tuple[float, int] | None:
+def sample(pid: int) -> tuple[float, int, int] | None:
+    """RSS, open fds that are not sockets, and sockets (client connections come and go
+    with the fleet: they move to a worker when another dies)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        links = []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
     except OSError:
         return None
+    sockets = sum(1 for link in links if link.startswith("socket:"))
     for line in status.splitlines():
         if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024, fds
+            return int(line.split()[1]) / 1024, len(links) - sockets, sockets
     return None
 
 

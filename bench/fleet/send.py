@@ -5,6 +5,7 @@ retries, retried on a lost connection, a 5xx, a 429 (after its Retry-After) and 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -15,7 +16,9 @@ RETRYABLE_409 = "still running"
 
 
 class GaveUp(Exception):
-    pass
+    def __init__(self, last: str, answer: httpx.Response | None = None) -> None:
+        super().__init__(last)
+        self.answer = answer  # the final 4xx, when that is what ended the retries
 
 
 def until_acked(
@@ -67,7 +70,7 @@ def until_acked(
             elif answer.status_code == 409 and RETRYABLE_409 in answer.text:
                 pass
             elif answer.status_code < 500:
-                raise GaveUp(last)
+                raise GaveUp(last, answer)
         time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
         pause = min(pause * 2, 5.0)
     raise GaveUp(last)
@@ -83,12 +86,18 @@ def acknowledged(
     kind: str,
     body: dict[str, Any],
     headers: dict[str, str] | None = None,
+    recover: Callable[[GaveUp], dict[str, Any] | None] | None = None,
 ) -> tuple[dict[str, Any], float] | None:
     """`until_acked` with `op` as the key: the answer's JSON and round trip, or None when
-    the write was given up on (recorded in the ledger)."""
+    the write was given up on (recorded in the ledger). `recover(error)` may still find
+    what a write given up on created (as the server's answer says), round trip then 0."""
     try:
         answer, took = until_acked(client, ledger, service, url, key=op, body=body, headers=headers)
     except GaveUp as exc:
+        found = recover(exc) if recover is not None else None
+        if found is not None:
+            ledger.recovered(op, str(exc))
+            return found, 0.0
         ledger.gave_up(op, kind, str(exc))
         return None
     return answer.json(), took

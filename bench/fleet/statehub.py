@@ -4,6 +4,7 @@ projection equal to State Hub's rows)."""
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -14,8 +15,9 @@ from sqlalchemy import create_engine, text
 
 from agenthub.db import normalize_url
 from bench.fleet.ledger import Ledger, Write
-from bench.fleet.send import acknowledged
+from bench.fleet.send import GaveUp, acknowledged
 
+ANSWER_LOST = "idempotency_answer_lost"
 READERS = [f"reader-{i}" for i in range(5)]
 ROW = "id::text, from_agent, to_agent, subject, body"
 
@@ -42,7 +44,14 @@ class Writer(threading.Thread):
                     "body": f"{op} body",
                 }
                 sent = acknowledged(
-                    client, self.ledger, "statehub", "/messages/", op=op, kind="statehub", body=body
+                    client,
+                    self.ledger,
+                    "statehub",
+                    "/messages/",
+                    op=op,
+                    kind="statehub",
+                    body=body,
+                    recover=functools.partial(self.find, client, body),
                 )
                 if sent is None:
                     continue
@@ -57,6 +66,26 @@ class Writer(threading.Thread):
                         sent[1],
                     )
                 )
+
+    def find(
+        self, client: httpx.Client, body: dict[str, str], error: GaveUp
+    ) -> dict[str, Any] | None:
+        """After a kill, State Hub may answer a retry "applied, but its answer was not
+        recorded" (`idempotency_answer_lost`): as its hint says, list to see what it made."""
+        if ANSWER_LOST not in str(error):
+            return None
+        listed = client.get(
+            "/messages/",
+            params={
+                "to_agent": body["to_agent"],
+                "from_agent": self.agent,
+                "limit": "1000",
+                "peek": "true",
+            },
+        )
+        self.ledger.answer("statehub", listed.status_code, "/messages/")
+        mine = [m for m in listed.json() if m["subject"] == body["subject"]]
+        return mine[0] if len(mine) == 1 else None
 
 
 def rows(url: str, table: str) -> set[tuple[Any, ...]]:

@@ -77,3 +77,10 @@ def test_a_5xx_fails_only_outside_a_kill_window() -> None:
     time.sleep(0.01)
     ledger.answer("bucketsync", 500, "/v1/messages")
     assert not checks.no_5xx(ledger).passed
+
+
+def test_broken_variant_a_retry_answered_otherwise_than_at_first_fails_the_replay_check() -> None:
+    ledger = Ledger()
+    assert checks.replayed(ledger).passed
+    ledger.recovered("op-fleet-01-00001", '409 {"error":{"code":"ALREADY_PROMOTED"}}')
+    assert not checks.replayed(ledger).passed
