@@ -247,9 +247,7 @@ class Soak:
             found.append(checks.leaderboard(client, ledger))
         found.append(checks.replayed(ledger))
         found.append(checks.no_5xx(ledger))
-        # Each agent holds two connections (its writes, its watcher), a State Hub writer one.
-        connections = 2 * self.config.agents + self.config.writers + 4
-        found += checks.growth(self.sampler.samples, connections)
+        found += checks.growth(self.sampler.samples)
         found.append(checks.statehub_stored(ledger, subjects(self.statehub_url)))
         rows, differ, waited = converge(self.statehub_url, self.hubcore_url, 60)
         found.append(

@@ -64,13 +64,29 @@ def children(pid: int) -> list[int]:
 class Samples:
     role: str
     born: float
-    # (t, RSS MB, fds other than sockets, sockets)
-    points: list[tuple[float, float, int, int]] = field(default_factory=list)
+    # (t, RSS MB, fds other than sockets, sockets, sockets in CLOSE_WAIT)
+    points: list[tuple[float, float, int, int, int]] = field(default_factory=list)
 
 
-def sample(pid: int) -> tuple[float, int, int] | None:
-    """RSS, open fds that are not sockets, and sockets (client connections come and go
-    with the fleet: they move to a worker when another dies)."""
+CLOSE_WAIT = "08"
+
+
+def closed_by_peer() -> set[str]:
+    """Inodes of the TCP sockets whose peer has closed and whose owner has not: what a
+    server that forgets to close a connection leaves behind."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == CLOSE_WAIT:
+                    found.add(f"socket:[{fields[9]}]")
+    return found
+
+
+def sample(pid: int, close_wait: set[str]) -> tuple[float, int, int, int] | None:
+    """RSS, open fds that are not sockets, sockets (client connections come and go with
+    the fleet, moving to a worker when another dies), and sockets left in CLOSE_WAIT."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         links = []
@@ -80,14 +96,15 @@ def sample(pid: int) -> tuple[float, int, int] | None:
     except OSError:
         return None
     sockets = sum(1 for link in links if link.startswith("socket:"))
+    lingering = sum(1 for link in links if link in close_wait)
     for line in status.splitlines():
         if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024, len(links) - sockets, sockets
+            return int(line.split()[1]) / 1024, len(links) - sockets, sockets, lingering
     return None
 
 
 class Sampler(threading.Thread):
-    """Every `every_s`, RSS and fd count of each process `pids()` names (pid -> role)."""
+    """Every `every_s`, RSS and fds of each process `pids()` names (pid -> role)."""
 
     def __init__(self, pids: Callable[[], dict[int, str]], every_s: float = 2.0) -> None:
         super().__init__(daemon=True, name="sampler")
@@ -98,12 +115,20 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.stopping.wait(self.every_s):
-            now = time.monotonic()
-            for pid, role in self.pids().items():
-                point = sample(pid)
-                if point is not None:
-                    self.samples.setdefault(pid, Samples(role, now)).points.append((now, *point))
+            self.once()
 
-    def stop(self) -> None:
+    def once(self) -> None:
+        now = time.monotonic()
+        close_wait = closed_by_peer()
+        for pid, role in self.pids().items():
+            point = sample(pid, close_wait)
+            if point is not None:
+                self.samples.setdefault(pid, Samples(role, now)).points.append((now, *point))
+
+    def stop(self, settle_s: float = 3.0) -> None:
+        """Stop, and take a last sample once the fleet's hung-up connections had
+        `settle_s` to be closed by the servers."""
         self.stopping.set()
         self.join(timeout=10)
+        time.sleep(settle_s)
+        self.once()
