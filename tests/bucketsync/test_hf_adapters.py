@@ -1,7 +1,9 @@
-"""Contract tests of the `hf` adapters against the recording huggingface_hub fake."""
+"""Contract tests of the `hf` adapters: the real huggingface_hub client over HTTP against
+the Hub emulator on loopback (tests/support/hub_emulator)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,21 +18,24 @@ from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import make_settings
-from tests.bucketsync.hf_fake import FakeHub, xet_hash
+from tests.support.hub_emulator import Fault, HubEmulator, HubRequest, running_hub, xet_hash
+from tests.support.hub_emulator.wire import Route
 
 B = "acme/chal-main-bucket"
+AUDIT = "acme-admin/chal-audit"
 
 
 @pytest.fixture
-def hub() -> FakeHub:
-    fake = FakeHub(page_size=2)
-    fake.add_bucket(B, author="acme")
-    return fake
+def hub() -> Iterator[HubEmulator]:
+    # The Xet bridge gets the 3 s the store's `bound_xet_session` would give hf_xet.
+    with running_hub(page_size=2, xet_timeout_s=3) as emulator:
+        emulator.add_bucket(B, author="acme")
+        yield emulator
 
 
 @pytest.fixture
-def store(hub: FakeHub) -> HfBucketStore:
-    return HfBucketStore(token="hf_admin", api=hub)
+def store(hub: HubEmulator) -> HfBucketStore:
+    return HfBucketStore(token="hf_admin", endpoint=hub.url, deadline_s=3)
 
 
 def test_info_maps_fields_and_missing_bucket_is_none(store: HfBucketStore) -> None:
@@ -40,8 +45,14 @@ def test_info_maps_fields_and_missing_bucket_is_none(store: HfBucketStore) -> No
     assert store.info("acme/none") is None
 
 
+def test_create_is_idempotent(hub: HubEmulator, store: HfBucketStore) -> None:
+    assert store.create("acme/new", creator="x", private=True).private
+    assert store.create("acme/new", creator="x", private=True).id == "acme/new"
+    assert hub.count("bucket_create") == 2
+
+
 def test_list_filters_lexical_prefix_matches_and_uses_xet_hash(
-    hub: FakeHub, store: HfBucketStore
+    hub: HubEmulator, store: HfBucketStore
 ) -> None:
     hub.put(B, "logs/a.md", b"a")
     hub.put(B, "logs.json", b"{}")
@@ -49,22 +60,23 @@ def test_list_filters_lexical_prefix_matches_and_uses_xet_hash(
     entries = store.list(B, "logs/")
     assert [e.path for e in entries] == ["logs/a.md"]
     assert entries[0].content_hash == xet_hash(b"a")
-    assert ("list_bucket_tree", (B, "logs", True)) in hub.calls
+    # "logs" also matches logs.json and logs2/ on the Hub: two pages of two.
+    assert [r.path for r in hub.requests] == [f"/api/buckets/{B}/tree/logs"] * 2
 
 
-def test_list_follows_every_page(hub: FakeHub, store: HfBucketStore) -> None:
+def test_list_follows_every_page(hub: HubEmulator, store: HfBucketStore) -> None:
     for i in range(7):
         hub.put(B, f"message_board/{i}.md", b"x")
     assert len(store.list(B, "message_board/")) == 7
-    assert [c for c in hub.calls if c[0] == "tree_page"] == [("tree_page", i) for i in range(4)]
+    assert hub.count("tree") == 4  # pages of 2
 
 
 def test_list_failure_mid_pagination_is_503_not_a_short_page(
-    hub: FakeHub, store: HfBucketStore
+    hub: HubEmulator, store: HfBucketStore
 ) -> None:
     for i in range(7):
         hub.put(B, f"message_board/{i}.md", b"x")
-    hub.fail_listing_after_pages = 2
+    hub.add_policy(lambda request, route: Fault.status(502) if "cursor" in request.query else None)
     with pytest.raises(StorageUnavailable):
         store.list(B, "message_board/")
 
@@ -74,34 +86,25 @@ def test_listing_a_missing_bucket_is_503_not_empty(store: HfBucketStore) -> None
         store.list("acme/none", "agents/")
 
 
-def test_read_existing_missing_and_in_missing_bucket(hub: FakeHub, store: HfBucketStore) -> None:
+def test_read_existing_missing_and_in_missing_bucket(
+    hub: HubEmulator, store: HfBucketStore
+) -> None:
     hub.put(B, "a.md", b"hello")
     assert store.read(B, "a.md") == b"hello"
     assert store.read(B, "b.md") is None
     assert store.read("acme/none", "a.md") is None
 
 
-def test_read_many_is_one_download_call(hub: FakeHub, store: HfBucketStore) -> None:
+def test_read_many_asks_paths_info_once(hub: HubEmulator, store: HfBucketStore) -> None:
     for name in ("a", "b", "c"):
         hub.put(B, f"{name}.md", name.encode())
     found = store.read_many(B, ["a.md", "b.md", "zz.md", "c.md"])
     assert found == {"a.md": b"a", "b.md": b"b", "c.md": b"c"}
-    assert len([c for c in hub.calls if c[0] == "download_bucket_files"]) == 1
+    assert hub.count("paths_info") == 1
 
 
-def test_hub_outage_is_503(hub: FakeHub, store: HfBucketStore) -> None:
-    hub.down = True
-    for call in (
-        lambda: store.info(B),
-        lambda: store.read(B, "a"),
-        lambda: store.write_batch(B, Batch(adds=[("a", b"x")])),
-    ):
-        with pytest.raises(StorageUnavailable):
-            call()
-
-
-def test_write_batch_is_one_call_in_order_with_copy_by_hash(
-    hub: FakeHub, store: HfBucketStore
+def test_write_batch_is_one_batch_in_order_with_copy_by_hash(
+    hub: HubEmulator, store: HfBucketStore
 ) -> None:
     hub.add_bucket("acme/chal-a1", author="alice")
     hub.put("acme/chal-a1", "art.bin", b"payload")
@@ -112,47 +115,40 @@ def test_write_batch_is_one_call_in_order_with_copy_by_hash(
             copies=[("acme/chal-a1", xet_hash(b"payload"), "artifacts/s_a1/art.bin")],
         ),
     )
-    batches = [c[1] for c in hub.calls if c[0] == "batch_bucket_files"]
-    assert batches == [
-        {
-            "bucket": B,
-            "add": ["inbox/x/m.md", "message_board/m.md"],
-            "copy": [("bucket", "acme/chal-a1", xet_hash(b"payload"), "artifacts/s_a1/art.bin")],
-            "delete": [],
-        }
-    ]
-    assert hub.files(B)["artifacts/s_a1/art.bin"] == b"payload"
+    assert hub.count("batch") == 1
+    assert hub.files(B) == {
+        "inbox/x/m.md": b"m",
+        "message_board/m.md": b"m",
+        "artifacts/s_a1/art.bin": b"payload",
+    }
 
 
 def test_partial_batch_failure_is_503_and_reports_failed_paths(
-    hub: FakeHub, store: HfBucketStore
+    hub: HubEmulator, store: HfBucketStore
 ) -> None:
-    hub.fail_paths = {"message_board/m.md"}
+    hub.buckets.fail_paths = {"message_board/m.md"}
     with pytest.raises(StorageUnavailable, match=r"message_board/m\.md"):
         store.write_batch(B, Batch(adds=[("inbox/x/m.md", b"m"), ("message_board/m.md", b"m")]))
     assert "inbox/x/m.md" in hub.files(B)  # non-transactional: the rest was applied
 
 
-# -- identity ------------------------------------------------------------------------------
+# -- identity ----------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def identity(hub: FakeHub) -> HfIdentity:
-    hub.tokens["tok-alice"] = {
+def identity(hub: HubEmulator) -> HfIdentity:
+    hub.accounts.tokens["tok-alice"] = {
         "name": "Alice",
         "email": "alice@acme.io",
         "orgs": [{"name": "acme", "roleInOrg": "contributor"}, {"name": "other"}],
     }
-    hub.members["acme"] = [
+    hub.accounts.members["acme"] = [
         {"user": "Alice", "role": "contributor"},
-        {"user": "boss", "role": "admin"},
+        {"user": "boss", "role": "admin", "email": "boss@acme.io"},
+        {"user": "carol", "role": "write"},
     ]
     return HfIdentity(
-        admin_token="hf_admin",
-        api=hub,
-        email_lookup=lambda *a: [],
-        clock=FrozenClock(),
-        roles_ttl_s=300,
+        admin_token="hf_admin", endpoint=hub.url, deadline_s=3, clock=FrozenClock(), roles_ttl_s=300
     )
 
 
@@ -162,37 +158,38 @@ def test_whoami_maps_user_email_and_org_roles(identity: HfIdentity) -> None:
     assert caller.orgs == {"acme": "contributor", "other": None}
 
 
-def test_whoami_rejected_token_is_401_and_outage_is_503(hub: FakeHub, identity: HfIdentity) -> None:
+def test_whoami_rejected_token_is_401_and_outage_is_503(
+    hub: HubEmulator, identity: HfIdentity
+) -> None:
     with pytest.raises(Unauthorized):
         identity.whoami("tok-nobody")
-    hub.down = True
-    with pytest.raises(StorageUnavailable):
+    with hub.refusing(), pytest.raises(StorageUnavailable):
         identity.whoami("tok-alice")
+    hub.inject("whoami", Fault.rate_limited(60))
+    with pytest.raises(StorageUnavailable) as caught:
+        identity.whoami("tok-alice")
+    assert caught.value.retry_after_s == 60
 
 
-def test_org_role_uses_a_cached_member_map(hub: FakeHub, identity: HfIdentity) -> None:
+def test_org_role_uses_a_cached_member_map_across_pages(
+    hub: HubEmulator, identity: HfIdentity
+) -> None:
     assert identity.org_role("acme", "boss") == "admin"
     assert identity.org_role("acme", "alice") == "contributor"
+    assert identity.org_role("acme", "carol") == "write"  # on the second page
     assert identity.org_role("acme", "stranger") is None
-    assert len([c for c in hub.calls if c[0] == "list_organization_members"]) == 1
+    assert hub.count("org_members") == 2  # one scan of two pages, then the cache
 
 
-def test_org_role_email_lookup_first_then_scan(hub: FakeHub) -> None:
-    lookups: list[tuple[str, str]] = []
-
-    def by_email(org: str, email: str, token: str | None) -> list[dict[str, str]]:
-        lookups.append((org, email))
-        return [{"user": "boss", "role": "admin"}] if email == "boss@acme.io" else []
-
-    identity = HfIdentity(admin_token="t", api=hub, email_lookup=by_email, clock=FrozenClock())
-    hub.members["acme"] = [{"user": "carol", "role": "write"}]
+def test_org_role_email_lookup_first_then_scan(hub: HubEmulator, identity: HfIdentity) -> None:
     assert identity.org_role("acme", "boss", "boss@acme.io") == "admin"
-    assert not [c for c in hub.calls if c[0] == "list_organization_members"]
+    assert [r.path for r in hub.requests] == ["/api/organizations/acme/members"]
+    assert hub.requests[0].method == "GET" and hub.count("org_members") == 1
     assert identity.org_role("acme", "carol", "carol@acme.io") == "write"  # miss -> scan
 
 
-def test_member_lookup_failure_is_503(hub: FakeHub, identity: HfIdentity) -> None:
-    hub.down = True
+def test_member_lookup_failure_is_503(hub: HubEmulator, identity: HfIdentity) -> None:
+    hub.inject("org_members", Fault.status(502))
     with pytest.raises(StorageUnavailable):
         identity.org_role("acme", "boss")
 
@@ -201,12 +198,14 @@ def test_member_lookup_failure_is_503(hub: FakeHub, identity: HfIdentity) -> Non
 
 
 @pytest.fixture
-def client(hub: FakeHub, identity: HfIdentity, tmp_path: Path) -> Iterator[TestClient]:
-    hub.add_bucket("acme-admin/chal-audit", author="acme-admin", private=True)
-    settings = make_settings(tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin")
+def client(hub: HubEmulator, identity: HfIdentity, tmp_path: Path) -> Iterator[TestClient]:
+    hub.add_bucket(AUDIT, author="acme-admin", private=True)
+    settings = make_settings(
+        tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin", HF_ENDPOINT=hub.url
+    )
     app = create_app(
         settings,
-        store=HfBucketStore(token="hf_admin", api=hub),
+        store=HfBucketStore(token="hf_admin", endpoint=hub.url, deadline_s=3),
         identity=identity,
         clock=FrozenClock(),
     )
@@ -214,8 +213,11 @@ def client(hub: FakeHub, identity: HfIdentity, tmp_path: Path) -> Iterator[TestC
         yield test_client
 
 
-def _register(hub: FakeHub, client: TestClient, agent: str, user: str, token: str) -> None:
-    hub.tokens[token] = {"name": user, "orgs": [{"name": "acme", "roleInOrg": "contributor"}]}
+def _register(hub: HubEmulator, client: TestClient, agent: str, user: str, token: str) -> None:
+    hub.accounts.tokens[token] = {
+        "name": user,
+        "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
+    }
     hub.add_bucket(f"acme/chal-{agent}", author=user)
     hub.put(f"acme/chal-{agent}", ".bucket-sync-handshake", user.encode())
     response = client.post(
@@ -226,117 +228,110 @@ def _register(hub: FakeHub, client: TestClient, agent: str, user: str, token: st
     assert response.status_code == 201, response.text
 
 
-def test_service_on_hf_promotes_with_fanout_board_last(hub: FakeHub, client: TestClient) -> None:
+def test_service_on_hf_promotes_with_fanout_board_last(
+    hub: HubEmulator, client: TestClient
+) -> None:
     _register(hub, client, "a1", "alice", "t1")
     _register(hub, client, "a2", "bob", "t2")
     hub.put("acme/chal-a1", "m.md", b"hi @a2")
+    hub.reset_counts()
     response = client.post("/v1/messages", json={"source": "hf://buckets/acme/chal-a1/m.md"})
     assert response.status_code == 201, response.text
     filename = response.json()["filename"]
-    batch = [c[1] for c in hub.calls if c[0] == "batch_bucket_files" and c[1]["bucket"] == B][-1]
-    assert batch["add"] == [f"inbox/a2/{filename}", f"message_board/{filename}"]
+    central = [r for r in hub.requests if r.route == "batch" and B in r.path]
+    assert central, "the post wrote the central bucket"
+    assert f"inbox/a2/{filename}" in hub.files(B) and f"message_board/{filename}" in hub.files(B)
     inbox = client.get("/v1/inbox/a2?expand=true").json()
     assert [item["body"] for item in inbox["items"]] == ["hi @a2\n"]
-    assert any(path.startswith("audit/") for path in hub.files("acme-admin/chal-audit"))
+    assert any(path.startswith("audit/") for path in hub.files(AUDIT))
 
 
-def _three_agents(hub: FakeHub, client: TestClient) -> None:
+def _three_agents(hub: HubEmulator, client: TestClient) -> None:
     _register(hub, client, "a1", "alice", "t1")
     _register(hub, client, "a2", "bob", "t2")
     _register(hub, client, "a3", "carol", "t3")
 
 
+def _fail_paths_once(hub: HubEmulator, prefix: str, times: int | None) -> None:
+    """Fail the `prefix…` operations of `times` central batches (None: of every one), the
+    way the Hub answers a batch it applied in part."""
+    left = [times]
+
+    def policy(request: HubRequest, route: Route) -> None:
+        hub.buckets.fail_paths = set()
+        if route.name != "batch" or B not in request.path or left[0] == 0:
+            return
+        lines = [json.loads(line) for line in request.body.splitlines() if line.strip()]
+        hub.buckets.fail_paths = {
+            str(line["path"]) for line in lines if str(line["path"]).startswith(prefix)
+        }
+        if left[0] is not None:
+            left[0] -= 1
+
+    hub.add_policy(policy)
+
+
 def test_bs_7_22_copy_failure_in_the_batch_is_retried_once(
-    hub: FakeHub, client: TestClient
+    hub: HubEmulator, client: TestClient
 ) -> None:
     _three_agents(hub, client)
-    original = hub.batch_bucket_files
-    attempts: list[list[str]] = []
-
-    def flaky_once(bucket_id: str, **kwargs):  # type: ignore[no-untyped-def]
-        paths = [path for _, path in kwargs.get("add") or []]
-        if bucket_id == B:
-            attempts.append(paths)
-        first = len(attempts) == 1 and bucket_id == B
-        hub.fail_paths = {p for p in paths if p.startswith("inbox/a3/")} if first else set()
-        try:
-            return original(bucket_id, **kwargs)
-        finally:
-            hub.fail_paths = set()
-
-    hub.batch_bucket_files = flaky_once  # type: ignore[method-assign]
+    _fail_paths_once(hub, "inbox/a3/", times=1)
     response = client.post("/v1/messages", json={"agent_id": "a1", "body": "@a2 @a3"})
-    hub.batch_bucket_files = original  # type: ignore[method-assign]
     assert response.status_code == 201
     filename = response.json()["filename"]
-    assert attempts[-1] == [f"inbox/a3/{filename}"]
     assert client.get("/v1/inbox/a3").json()["items"] == [filename]
 
 
-def test_bs_7_22_lost_copy_is_counted_and_backfill_heals(hub: FakeHub, client: TestClient) -> None:
+def test_bs_7_22_lost_copy_is_counted_and_backfill_heals(
+    hub: HubEmulator, client: TestClient
+) -> None:
     _three_agents(hub, client)
-    original = hub.batch_bucket_files
-
-    def always_fail_a3(bucket_id: str, **kwargs):  # type: ignore[no-untyped-def]
-        hub.fail_paths = {p for _, p in kwargs.get("add") or [] if p.startswith("inbox/a3/")}
-        try:
-            return original(bucket_id, **kwargs)
-        finally:
-            hub.fail_paths = set()
-
-    hub.batch_bucket_files = always_fail_a3  # type: ignore[method-assign]
+    _fail_paths_once(hub, "inbox/a3/", times=None)
     response = client.post("/v1/messages", json={"agent_id": "a1", "body": "@a2 @a3"})
-    hub.batch_bucket_files = original  # type: ignore[method-assign]
     assert response.status_code == 201  # the board file landed: the message is committed
     assert client.get("/v1/healthz").json()["writes"]["repairs_pending"] == 1
     assert not any(p.startswith("inbox/a3/") for p in hub.files(B))
-    report = backfill_inbox(HfBucketStore(token="x", api=hub), B, fanout_cap=10)
+    hub.clear_faults()
+    hub.buckets.fail_paths = set()
+    report = backfill_inbox(HfBucketStore(token="x", endpoint=hub.url), B, fanout_cap=10)
     assert report.copies_written == 1
     assert any(p.startswith("inbox/a3/") for p in hub.files(B))
 
 
-def test_bs_7_22_failed_board_file_is_503(hub: FakeHub, client: TestClient) -> None:
+def test_bs_7_22_failed_board_file_is_503(hub: HubEmulator, client: TestClient) -> None:
     _three_agents(hub, client)
-    original = hub.batch_bucket_files
-
-    def fail_board(bucket_id: str, **kwargs):  # type: ignore[no-untyped-def]
-        hub.fail_paths = {p for _, p in kwargs.get("add") or [] if p.startswith("message_")}
-        try:
-            return original(bucket_id, **kwargs)
-        finally:
-            hub.fail_paths = set()
-
-    hub.batch_bucket_files = fail_board  # type: ignore[method-assign]
+    _fail_paths_once(hub, "message_", times=None)
     response = client.post("/v1/messages", json={"agent_id": "a1", "body": "@a2"})
-    hub.batch_bucket_files = original  # type: ignore[method-assign]
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
+    hub.clear_faults()
+    hub.buckets.fail_paths = set()
     assert client.get("/v1/messages").json()["count"] == 0
-
-
-def test_service_on_hf_storage_outage_is_503(hub: FakeHub, client: TestClient) -> None:
-    hub.down = True
-    response = client.get("/v1/messages")
-    assert response.status_code == 503
-    assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
 
 
 def test_storage_hf_selects_the_hf_adapters_with_the_env_token(tmp_path: Path) -> None:
     from agenthub.bucketsync.app import default_adapters
 
-    settings = make_settings(tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin")
+    settings = make_settings(
+        tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin", HF_ENDPOINT="http://127.0.0.1:9"
+    )
     store, identity = default_adapters(settings)
     assert isinstance(store, HfBucketStore) and isinstance(identity, HfIdentity)
-    assert store._token == "hf_admin"
+    assert store._token == "hf_admin" and store._api.endpoint == "http://127.0.0.1:9"
     local_store, _ = default_adapters(make_settings(tmp_path))
     assert not isinstance(local_store, HfBucketStore)
 
 
-def test_bs_1_8_agent_id_stays_bound_to_its_first_user(hub: FakeHub, client: TestClient) -> None:
+def test_bs_1_8_agent_id_stays_bound_to_its_first_user(
+    hub: HubEmulator, client: TestClient
+) -> None:
     _register(hub, client, "a1", "alice", "t1")
     # On HF bucket control rests on the handshake; even a valid handshake for bob cannot
     # move a registered id to him.
-    hub.tokens["t2"] = {"name": "bob", "orgs": [{"name": "acme", "roleInOrg": "contributor"}]}
+    hub.accounts.tokens["t2"] = {
+        "name": "bob",
+        "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
+    }
     hub.put("acme/chal-a1", ".bucket-sync-handshake", b"bob")
     response = client.post(
         "/v1/agents/register",
@@ -347,8 +342,11 @@ def test_bs_1_8_agent_id_stays_bound_to_its_first_user(hub: FakeHub, client: Tes
     assert response.json()["error"]["code"] == "IDENTITY_MISMATCH"
 
 
-def test_hints_on_hf_name_the_hf_cli(hub: FakeHub, client: TestClient) -> None:
-    hub.tokens["t1"] = {"name": "alice", "orgs": [{"name": "acme", "roleInOrg": "contributor"}]}
+def test_hints_on_hf_name_the_hf_cli(hub: HubEmulator, client: TestClient) -> None:
+    hub.accounts.tokens["t1"] = {
+        "name": "alice",
+        "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
+    }
     response = client.post(
         "/v1/agents/register", json={"agent_id": "a1"}, headers={"Authorization": "Bearer t1"}
     )

@@ -117,6 +117,7 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "read_inbox",
         "wait_for_updates",
         "promote_result",
+        "reverify_result",
         "leaderboard",
         "claim_idea",
         "list_claims",

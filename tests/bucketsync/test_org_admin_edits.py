@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.locks import Lease, Unfenced
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.results.verification import mark_pending
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
@@ -352,8 +353,8 @@ class RendezvousStore:
 
 class NoLocks:
     @contextlib.contextmanager
-    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
-        yield
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[Lease]:
+        yield Unfenced(name)
 
 
 def enter_two(hub: Hub) -> dict[str, str]:

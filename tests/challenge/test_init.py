@@ -19,7 +19,7 @@ from agenthub.challenge import bootstrap
 from agenthub.challenge.readme import agent_readme
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.cli import app as cli
-from tests.bucketsync.hf_fake import FakeHub
+from tests.support.hub_emulator import running_hub
 
 CHALLENGE = """
 org: acme
@@ -210,19 +210,18 @@ def test_the_initialised_challenge_runs_the_loop(challenge_file: Path, tmp_path:
 def test_hf_target_creates_and_publishes_through_huggingface_hub(
     challenge_file: Path, tmp_path: Path
 ) -> None:
-    fake = FakeHub()
-    store = HfBucketStore(token="admin-token", api=fake)
     the_plan = bootstrap.plan(
         load(challenge_file), service_url="https://acme-primes.hf.space", target="hf"
     )
+    with running_hub() as hub:
+        store = HfBucketStore(token="admin-token", endpoint=hub.url)
+        first = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
+        again = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
 
-    first = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
-    again = bootstrap.apply(the_plan, store, env_file=tmp_path / "hf.env")
-
-    assert set(fake.buckets) == {"acme/primes-main-bucket", "acme-admin/primes-audit"}
-    assert fake.buckets["acme-admin/primes-audit"]["private"] is True
-    assert "README.md" in fake.files("acme/primes-main-bucket")
-    assert "clients/share_trace.py" in fake.files("acme/primes-main-bucket")
+        assert set(hub.buckets.buckets) == {"acme/primes-main-bucket", "acme-admin/primes-audit"}
+        assert hub.buckets.buckets["acme-admin/primes-audit"].private is True
+        assert "README.md" in hub.files("acme/primes-main-bucket")
+        assert "clients/share_trace.py" in hub.files("acme/primes-main-bucket")
     assert first.changed and not again.changed
 
 

@@ -4,11 +4,14 @@ environment the document tells the reader to set."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import agenthub
@@ -51,6 +54,9 @@ class Reader:
 
     workdir: Path
     env: dict[str, str]
+    # Each block runs in a session of its own: what it left running (`serve … &`) is
+    # stopped with `stop_background`, as a reader closing the terminal would.
+    sessions: list[int] = field(default_factory=list)
 
     def base_env(self) -> dict[str, str]:
         agenthub_bin = shutil.which("agenthub")
@@ -76,17 +82,35 @@ class Reader:
                 "",
             ]
         )
-        done = subprocess.run(
-            ["sh", "-c", script],
-            cwd=self.workdir,
-            env=self.base_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if done.returncode != 0:
-            raise AssertionError(
-                f"a documented command failed (exit {done.returncode}):\n{block}\n"
-                f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+        # Files, not pipes: a server a block left in the background keeps them open.
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            process = subprocess.Popen(
+                ["sh", "-c", script],
+                cwd=self.workdir,
+                env=self.base_env(),
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
             )
-        return done.stdout
+            self.sessions.append(process.pid)
+            try:
+                code = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.stop_background()
+                raise
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(), err.read().decode()
+        if code != 0:
+            raise AssertionError(
+                f"a documented command failed (exit {code}):\n{block}\n"
+                f"--- stdout\n{stdout}\n--- stderr\n{stderr}"
+            )
+        return stdout
+
+    def stop_background(self) -> None:
+        """Stop whatever the blocks left running (each block's process group)."""
+        for session in self.sessions:
+            with contextlib.suppress(ProcessLookupError):  # it ended by itself
+                os.killpg(session, signal.SIGTERM)
+        self.sessions.clear()

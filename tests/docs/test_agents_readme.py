@@ -76,7 +76,8 @@ def test_an_agent_following_the_readme_word_for_word_joins_talks_promotes_and_wa
     token = published.identity.add_user("alice", role="contributor")
     blocks = shell_blocks(published.readme)
     workdir = tmp_path / "agent"
-    workdir.mkdir()
+    (workdir / "submission").mkdir(parents=True)
+    (workdir / "submission" / "solve.py").write_text("print('my solution')\n")
     reader = Reader(workdir, {"BUCKETSYNC_TOKEN": token})
     register = next(i for i, block in enumerate(blocks) if "/v1/agents/register" in block)
     watch = next(i for i, block in enumerate(blocks) if "sh collab_watch.sh" in block)
@@ -100,6 +101,8 @@ def test_an_agent_following_the_readme_word_for_word_joins_talks_promotes_and_wa
     assert (taskforce["creator"], taskforce["note_count"]) == ("my-agent", 1)
     results = httpx.get(f"{published.url}/v1/results", params={"expand": "true"}).json()
     assert [item["frontmatter"]["agent"] for item in results["items"]] == ["my-agent"]
+    [result] = results["items"]
+    assert result["frontmatter"]["artifacts"].endswith("-my-agent/submission/")
     # The watcher's first run delivered the page of mail since registering, then exited 0.
     page = json.loads(outputs[watch].strip().splitlines()[-1])
     assert page["items"], text

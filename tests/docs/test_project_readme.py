@@ -1,7 +1,9 @@
-"""The project README, executed: after `agenthub up`, its Quick start step and its
-bucket-sync organizer and agent sections run block by block in the directory `up` ran in,
-with nothing set but what the README sets. The ports `up` prints (8100/8200/8300 by
-default) are the one substitution: parallel test runs cannot share fixed ports."""
+"""The project README, executed: after `agenthub up`, its Quick start step, State Hub's
+change feed, and its bucket-sync organizer and agent sections run block by block in the
+directory `up` ran in, with nothing set but what the README sets; then `up` is stopped, as
+hub-core's section says, and hub-core's capture, import and read steps run (its server in
+the background, stopped at the end). The ports `up` prints (8100/8200/8300 by default) are
+the one substitution: parallel test runs cannot share fixed ports."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tests.docs.shell import CODE, Reader, section, shell_blocks
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = [
+    "### Change feed (`statehub.inbox-feed.v1`)",
     "### Organizer: the challenge `up` started, and more users",
     "### Organizer: broadcasts and channels",
     "### Agent: register and post with the CLI",
@@ -40,10 +43,18 @@ def free_port() -> int:
 class Up:
     workdir: Path
     ports: dict[int, int]  # documented default -> the port this run uses
+    process: subprocess.Popen[str]
+
+    def stop(self) -> None:
+        """Ctrl-C, as the README's "stop `up` first" asks."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.communicate(timeout=30)
 
     def localize(self, block: str) -> str:
         for default, port in self.ports.items():
             block = block.replace(f":{default}", f":{port}")
+            block = block.replace(f"--port {default}", f"--port {port}")
         return block
 
 
@@ -61,10 +72,9 @@ def up(tmp_path: Path) -> Iterator[Up]:
         assert process.stdout is not None
         while "Ctrl-C" not in (line := process.stdout.readline()):
             assert line or process.poll() is None, process.stderr and process.stderr.read()
-        yield Up(tmp_path, ports)
+        yield Up(tmp_path, ports, process)
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        Up(tmp_path, ports, process).stop()
 
 
 def test_the_quick_start_and_the_bucketsync_sections_run_as_written(up: Up) -> None:
@@ -93,6 +103,17 @@ def test_the_quick_start_and_the_bucketsync_sections_run_as_written(up: Up) -> N
     watched = json.loads(outputs[-1].strip().splitlines()[-1])
     assert any("@solver-b" in item["body"] for item in watched["items"])
     assert (up.workdir / "collab_watch.sh").is_file()
+
+    # hub-core's steps 1-3 (the live follower below them is what `up` already ran).
+    up.stop()
+    hubcore = section(readme, "## hub-core").split("### Following State Hub")[0]
+    try:
+        pilot = [reader.run(up.localize(block)) for block in shell_blocks(hubcore)]
+    finally:
+        reader.stop_background()
+    # The broadcast State Hub's section sent reaches the pilot agent; every check passes.
+    assert any(a.get("subject") == "heads up" for a in json_answers(pilot[-1])), pilot[-1]
+    assert " passed, 0 failed" in pilot[-1], pilot[-1]
 
 
 def json_answers(output: str) -> list[Any]:

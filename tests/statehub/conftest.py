@@ -18,8 +18,15 @@ from agenthub.statehub.app import create_app
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
 from tests.support.databases import migrated, require_pg, temporary_pg_database, truncate
+from tests.support.pgbouncer import require_pgbouncer, through
 
 DATA_TABLES = ("message_receipts", "agent_messages", "message_identity_aliases")
+# The database kinds a module opts into by overriding `database_url` with
+# `statehub_database`: "pgbouncer" is the session's PostgreSQL database reached through
+# pgbouncer in transaction pooling mode (operators put one in front of several processes).
+WITH_PGBOUNCER = ["sqlite", "pg", "pgbouncer"]
+# Pooled URL -> the direct URL of the same database (State Hub LISTENs on that one).
+_DIRECT: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")
@@ -27,14 +34,34 @@ def _pg_statehub_url(pg_database_url: str) -> str:
     return migrated(pg_database_url, migrate.upgrade)
 
 
-@pytest.fixture(params=["sqlite", "pg"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A State Hub database at head, empty: a new SQLite file, or the session's PostgreSQL."""
+@pytest.fixture(scope="session")
+def _pgbouncer_statehub_url(_pg_statehub_url: str) -> str:
+    url = through(require_pgbouncer(require_pg()), _pg_statehub_url)
+    _DIRECT[url] = _pg_statehub_url
+    return url
+
+
+def statehub_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A State Hub database at head, empty, of the kind `request.param` names."""
     if request.param == "sqlite":
         return migrated(f"sqlite:///{tmp_path / 'statehub.db'}", migrate.upgrade)
     url: str = request.getfixturevalue("_pg_statehub_url")
     truncate(url, (*DATA_TABLES, "message_tombstones", "receipt_tombstones"))
+    if request.param == "pgbouncer":
+        pooled: str = request.getfixturevalue("_pgbouncer_statehub_url")
+        return pooled
     return url
+
+
+def direct_url(database_url: str) -> str | None:
+    """The direct URL behind a pooled test URL (None for one that is not pooled)."""
+    return _DIRECT.get(database_url)
+
+
+@pytest.fixture(params=["sqlite", "pg"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A State Hub database at head, empty: a new SQLite file, or the session's PostgreSQL."""
+    return statehub_database(request, tmp_path)
 
 
 @pytest.fixture
@@ -66,7 +93,9 @@ def clock() -> FrozenClock:
 
 @pytest.fixture
 def settings(database_url: str) -> StateHubSettings:
-    return StateHubSettings(database_url=database_url, instance_label="test-hub")
+    return StateHubSettings(
+        database_url=database_url, instance_label="test-hub", listen_url=direct_url(database_url)
+    )
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,10 +28,16 @@ from agenthub.statehub import repository
 from agenthub.statehub.app import create_app
 from agenthub.statehub.models import MessageReceipt
 from agenthub.statehub.settings import StateHubSettings
-from tests.statehub.conftest import parse_ts
+from tests.statehub.conftest import WITH_PGBOUNCER, parse_ts, statehub_database
 
 THREADS = 8
 ROUNDS = 4
+
+
+@pytest.fixture(params=WITH_PGBOUNCER)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The races hold through pgbouncer too (each transaction on any server connection)."""
+    return statehub_database(request, tmp_path)
 
 
 class TickingClock:

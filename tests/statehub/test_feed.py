@@ -1,10 +1,12 @@
-"""The change feed contract (statehub.inbox-feed.v1, §7 list) on SQLite and PostgreSQL."""
+"""The change feed contract (statehub.inbox-feed.v1, §7 list) on SQLite and PostgreSQL,
+direct and through pgbouncer in transaction pooling mode."""
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,14 @@ from sqlalchemy.engine import make_url
 from agenthub.clock import FrozenClock
 from agenthub.statehub.models import AgentMessage, MessageReceipt, MessageTombstone
 from agenthub.statehub.store import Database
+from tests.statehub.conftest import WITH_PGBOUNCER, statehub_database
 from tests.statehub.feed_image import Image, same_rows
+
+
+@pytest.fixture(params=WITH_PGBOUNCER)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The contract holds on SQLite, PostgreSQL, and PostgreSQL through pgbouncer."""
+    return statehub_database(request, tmp_path)
 
 
 def send(client: TestClient, clock: FrozenClock, **fields: Any) -> dict[str, Any]:

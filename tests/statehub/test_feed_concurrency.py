@@ -1,6 +1,7 @@
 """No lost revision under concurrent writers: the reader following the feed
 while 8 writers commit out of order ends with every row the final snapshot
-holds — in `lock` and `xid` mode on PostgreSQL, and on SQLite. The same load
+holds — in `lock` and `xid` mode on PostgreSQL (direct and through pgbouncer in
+transaction pooling mode), and on SQLite. The same load
 against a plain `nextval` with no lock and no watermark does lose rows, which
 shows this test can fail."""
 
@@ -26,6 +27,7 @@ from agenthub.statehub.snapshot import image as snapshot_image
 from agenthub.statehub.store import Database
 from tests.statehub.feed_image import Image, same_rows
 from tests.support.databases import require_pg, temporary_pg_database
+from tests.support.pgbouncer import require_pgbouncer, through
 
 WRITERS = 8
 TRANSACTIONS_PER_WRITER = 25
@@ -98,13 +100,26 @@ def pg_db(pg_server_url: str) -> Iterator[Database]:
         engine.dispose()
 
 
+@pytest.fixture(params=["pg", "pgbouncer"])
+def served_db(request: pytest.FixtureRequest, pg_db: Database) -> Iterator[Database]:
+    """`pg_db` directly, or through pgbouncer in transaction pooling mode, where each
+    transaction may run on another server connection."""
+    if request.param == "pg":
+        yield pg_db
+        return
+    direct = pg_db.engine.url.render_as_string(hide_password=False)
+    engine = make_engine(through(require_pgbouncer(require_pg()), direct), pool_size=WRITERS + 2)
+    yield Database(engine)
+    engine.dispose()
+
+
 @pytest.mark.parametrize("mode", ["lock", "xid"])
 def test_reader_following_the_feed_sees_every_row_under_8_writers_pg(
-    pg_db: Database, mode: RevisionMode
+    served_db: Database, mode: RevisionMode
 ) -> None:
-    source.prepare(pg_db, mode)
+    source.prepare(served_db, mode)
 
-    image, final = _follow_while_writing(pg_db)
+    image, final = _follow_while_writing(served_db)
 
     assert final["count"] == WRITERS * TRANSACTIONS_PER_WRITER
     assert same_rows(image, final)

@@ -10,11 +10,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import Engine, insert
 
 from agenthub.clock import FrozenClock, SystemClock
 from agenthub.db import make_engine
@@ -24,6 +25,7 @@ from agenthub.statehub.models import AgentMessage
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.store import Database
 from agenthub.statehub.wake import FeedWake
+from tests.statehub.conftest import WITH_PGBOUNCER, direct_url, statehub_database
 from tests.support.databases import temporary_pg_database
 from tests.support.servers import live_server
 
@@ -32,11 +34,30 @@ def _message() -> dict[str, Any]:
     return {"from_agent": "a", "to_agent": "b", "subject": "s", "body": "b"}
 
 
+@pytest.fixture(params=WITH_PGBOUNCER)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Wakes through pgbouncer too: State Hub LISTENs on the direct URL beside it."""
+    return statehub_database(request, tmp_path)
+
+
 @pytest.fixture
 def hub(database_url: str) -> Iterator[str]:
-    app = create_app(StateHubSettings(database_url=database_url, instance_label="lp"))
+    settings = StateHubSettings(
+        database_url=database_url, instance_label="lp", listen_url=direct_url(database_url)
+    )
+    app = create_app(settings)
     with live_server(app) as base:
         yield base
+
+
+def outside_write(engine: Engine) -> None:
+    """A write State Hub's process never sees (psql, another worker)."""
+    with Database(engine).write() as session:
+        session.execute(
+            insert(AgentMessage),
+            [{**_message(), "id": uuid.uuid4(), "kind": "message",
+              "created_at": SystemClock().now()}],
+        )  # fmt: skip
 
 
 def _head(base: str) -> str:
@@ -70,16 +91,7 @@ def test_an_outside_write_wakes_a_parked_reader(hub: str, database_url: str) -> 
     """A write State Hub's process never sees (psql, another worker) still wakes."""
     head = _head(hub)
     engine = make_engine(database_url)
-
-    def outside_write() -> None:
-        with Database(engine).write() as session:
-            session.execute(
-                insert(AgentMessage),
-                [{**_message(), "id": uuid.uuid4(), "kind": "message",
-                  "created_at": SystemClock().now()}],
-            )  # fmt: skip
-
-    writer = _later(0.3, outside_write)
+    writer = _later(0.3, lambda: outside_write(engine))
     started = time.monotonic()
     page = httpx.get(f"{hub}/messages/feed", params={"after": head, "wait": 20}, timeout=30).json()
     writer.join()

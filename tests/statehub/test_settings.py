@@ -37,3 +37,28 @@ def test_settings_come_from_statehub_environment_variables(
     assert settings.database_url == "sqlite:///elsewhere.db"
     assert settings.news_ttl_days == 7
     assert settings.instance_label is None
+
+
+def test_pool_limits_and_the_listen_url_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STATEHUB_POOL_SIZE", "4")
+    monkeypatch.setenv("STATEHUB_POOL_MAX_OVERFLOW", "0")
+    monkeypatch.setenv("STATEHUB_LISTEN_URL", "postgresql://postgres@db:5432/statehub")
+
+    settings = StateHubSettings()
+
+    assert (settings.pool_size, settings.pool_max_overflow) == (4, 0)
+    assert settings.listen_url == "postgresql://postgres@db:5432/statehub"
+
+
+def test_a_listen_url_that_is_not_postgresql_is_refused_with_a_hint() -> None:
+    with pytest.raises(ValidationError, match="direct PostgreSQL connection"):
+        StateHubSettings(listen_url="sqlite:///./var/statehub.db")
+
+
+@pytest.mark.parametrize("variable", ["STATEHUB_POOL_SIZE", "STATEHUB_POOL_MAX_OVERFLOW"])
+def test_a_negative_pool_limit_is_refused(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    monkeypatch.setenv(variable, "-1")
+    with pytest.raises(ValidationError, match=variable.removeprefix("STATEHUB_").lower()):
+        StateHubSettings()

@@ -27,7 +27,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
-from agenthub.bucketsync.core.locks import LocalLocks, Locks
+from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
@@ -42,7 +42,12 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.settings import (
+    BucketSyncSettings,
+    OfflineSettings,
+    SettingsError,
+    load_settings,
+)
 from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVICE_USER = "bucket-sync"
+LOCK_LEASE_S = 120.0  # a crashed worker's Redis lock frees itself after this
 
 
 # -- adapters ---------------------------------------------------------------------------
@@ -64,27 +70,57 @@ def local_store(data_dir: Path) -> BucketStore:
     return LocalBucketStore(data_dir)
 
 
-def hf_store(token: str | None) -> BucketStore:
+def hf_store(settings: OfflineSettings) -> BucketStore:
     from agenthub.bucketsync.storage.hf import HfBucketStore
 
-    return HfBucketStore(token=token)
+    return HfBucketStore(
+        token=settings.hf_token_value(),
+        endpoint=settings.hf_endpoint,
+        deadline_s=settings.hub_call_deadline_s,
+    )
+
+
+def local_identity(settings: BucketSyncSettings) -> UserAdmin:
+    """The token file in the data directory (which can also issue tokens)."""
+    return LocalIdentity(settings.data_dir / "users.json", org=settings.org)
 
 
 def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin]:
-    """Local mode's store and token file (which can also issue tokens)."""
-    return (
-        local_store(settings.data_dir),
-        LocalIdentity(settings.data_dir / "users.json", org=settings.org),
+    """Local mode's store and token file."""
+    return local_store(settings.data_dir), local_identity(settings)
+
+
+def s3_store(settings: OfflineSettings) -> BucketStore:
+    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+
+    secret = settings.s3_secret_access_key
+    return S3BucketStore(
+        S3Config(
+            bucket=settings.s3_bucket,
+            prefix=settings.s3_prefix,
+            endpoint=settings.s3_endpoint,
+            region=settings.s3_region,
+            access_key_id=settings.s3_access_key_id,
+            secret_access_key=secret.get_secret_value() if secret is not None else None,
+            deadline_s=settings.s3_deadline_s,
+        )
     )
 
 
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
-    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects."""
+    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects. On s3 the
+    identity is still this host's token file (`users.json` in the data directory)."""
+    if settings.storage == "s3":
+        return s3_store(settings), local_identity(settings)
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
-        token = settings.hf_token_value()
-        return hf_store(token), HfIdentity(admin_token=token)
+        identity = HfIdentity(
+            admin_token=settings.hf_token_value(),
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
+        return hf_store(settings), identity
     return local_adapters(settings)
 
 
@@ -93,7 +129,12 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.runners.hf import HfJobRunner
 
-        return HfJobRunner(token=settings.hf_token_value(), namespace=settings.jobs_namespace)
+        return HfJobRunner(
+            token=settings.hf_token_value(),
+            namespace=settings.jobs_namespace,
+            endpoint=settings.hf_endpoint,
+            deadline_s=settings.hub_call_deadline_s,
+        )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
     return LocalJobRunner(settings.data_dir)
@@ -141,7 +182,7 @@ def build_hub(
     limiters = Limiters.standard(clock)
     dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
     stamps = StampIssuer(clock)
-    locks: Locks = LocalLocks()
+    locks: Locks = LocalLocks(_lock_directory(settings))
     folder_listeners: list[Callable[[frozenset[str]], None]] = []
     presence: PresenceMap = NoPresenceMap()
     if bus is not None:
@@ -214,8 +255,23 @@ def _shared_state(
         Limiters.build(lambda name, rates: RedisLimiter(name, rates, storage)),
         RedisDedup(client, prefix),
         StampIssuer(clock, shared_claim=RedisStampClaims(client, prefix).claim),
-        RedisLocks(client, prefix),
+        Leased(
+            RedisLocks(client, prefix, lease_s=LOCK_LEASE_S, fences=_fences(settings)),
+            lease_s=LOCK_LEASE_S,
+        ),
     )
+
+
+def _lock_directory(settings: BucketSyncSettings) -> Path | None:
+    """Where the local store's lock and fence files live: beside its buckets, so every
+    process writing that directory sees them (a Hub store has none: Redis and the lease's
+    bound serialize its writers, see core.locks)."""
+    return settings.data_dir / "locks" if settings.storage == "local" else None
+
+
+def _fences(settings: BucketSyncSettings) -> FileFences | None:
+    directory = _lock_directory(settings)
+    return FileFences(directory) if directory is not None else None
 
 
 def idempotency_gate(
@@ -323,7 +379,11 @@ def create_app(
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)
     # Added last, so outermost: an oversized body is refused before anything reads it.
-    app.add_middleware(errors.BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        errors.BodyLimit,
+        max_bytes=settings.max_request_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
+    )
     app.include_router(live.router)
     app.include_router(routes.router)
     app.include_router(traces_routes.router)
@@ -331,7 +391,7 @@ def create_app(
     app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
-    if settings.storage == "local":
+    if settings.serves_buckets:
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
     dashboard.install(
@@ -389,7 +449,7 @@ def prepare_buckets(hub: Hub) -> None:
     ):
         info = hub.store.info(bucket)
         if info is not None:
-            if hub.settings.storage == "local" and not _created_by_service_or_admin(hub, info):
+            if hub.settings.serves_buckets and not _created_by_service_or_admin(hub, info):
                 # Whoever created it could write the "central record" themselves.
                 raise SettingsError(
                     f"bucket {bucket} exists but was created by {info.creator!r}, neither "
@@ -397,7 +457,7 @@ def prepare_buckets(hub: Hub) -> None:
                     "CENTRAL_BUCKET/AUDIT_BUCKET or remove it"
                 )
             continue
-        if hub.settings.storage == "local":
+        if hub.settings.serves_buckets:
             hub.store.create(bucket, creator=SERVICE_USER, private=private)
         else:
             log.error("bucket %s does not exist; writes to it will fail", bucket)

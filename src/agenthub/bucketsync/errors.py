@@ -20,6 +20,7 @@ them into the uniform `{"error": {code, message, hint}}` body.
     ├── JobLaunchFailed                           the job platform refused the launch
     ├── StorageUnavailable                        the bucket backend failed; retryable
     │   ├── PartialWrite: a non-transactional batch applied all but `failed` paths
+    │   ├── WriteOutcomeUnknown: the write was sent but no answer came back
     │   └── OrganizerCheckUnavailable: the org role lookup failed (fail-closed)
     ├── QuotaBackendUnavailable                   the job-quota ledger failed; retryable
     ├── SignInFailed                              the dashboard's OAuth round trip failed
@@ -44,13 +45,36 @@ class InvalidQuery(BucketSyncError):
 
 
 class InvalidFrontmatter(BucketSyncError):
+    """`problems`, when given, lists every problem found (`field`, `message`, `hint`); the
+    error's own message and hint are the first one's, so older clients read it unchanged."""
+
     code = "INVALID_FRONTMATTER"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        problems: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = problems or []
 
 
 class InvalidRequest(BucketSyncError):
     """The request body or a parameter has the wrong shape (FastAPI's 422, made uniform)."""
 
     code = "INVALID_REQUEST"
+
+
+class MethodNotAllowed(BucketSyncError):
+    """A route exists at the path for another method (`allow` names it)."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, message: str, *, hint: str | None = None, allow: str) -> None:
+        super().__init__(message, hint=hint)
+        self.allow = allow
 
 
 class BodyOrSourceRequired(BucketSyncError):
@@ -156,9 +180,21 @@ class RateLimited(BucketSyncError):
 
 
 class StorageUnavailable(BucketSyncError):
-    """The bucket backend failed; the request may be retried. Never a 500 or a false 404."""
+    """The bucket backend failed; the request may be retried. Never a 500 or a false 404.
+    `retry_after_s` passes on the backend's own `Retry-After` (a Hub 429), when it gave one."""
 
     code = "STORAGE_UNAVAILABLE"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
+
+
+class WriteOutcomeUnknown(StorageUnavailable):
+    """A write left for the backend and no answer came back (a reset, a timeout, a 5xx): it
+    may have been applied, so the client retries with the same Idempotency-Key."""
 
 
 class PartialWrite(StorageUnavailable):

@@ -31,6 +31,21 @@ class OfflineSettings(BaseSettings):
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
+    # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
+    hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
+    # Each Hub call's deadline: it answers 503 by then, whatever the Hub does (and stays
+    # well inside the 120 s lock leases held around store calls).
+    hub_call_deadline_s: float = Field(15.0, gt=0, le=60, alias="HUB_CALL_DEADLINE_S")
+    # BUCKETSYNC_STORAGE=s3: every bucket id `ns/name` lives in ONE S3 bucket, under
+    # `{BUCKETSYNC_S3_PREFIX}buckets/ns/name/`. Credentials left unset come from the usual
+    # AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or a role.
+    s3_bucket: str = Field("", alias="BUCKETSYNC_S3_BUCKET")
+    s3_prefix: str = Field("", alias="BUCKETSYNC_S3_PREFIX")
+    s3_endpoint: str | None = Field(None, alias="BUCKETSYNC_S3_ENDPOINT")
+    s3_region: str | None = Field(None, alias="BUCKETSYNC_S3_REGION")
+    s3_access_key_id: str | None = Field(None, alias="BUCKETSYNC_S3_ACCESS_KEY_ID")
+    s3_secret_access_key: SecretStr | None = Field(None, alias="BUCKETSYNC_S3_SECRET_ACCESS_KEY")
+    s3_deadline_s: float = Field(15.0, gt=0, le=60, alias="BUCKETSYNC_S3_DEADLINE_S")
 
     def hf_token_value(self) -> str | None:
         """The HF token in clear, for the one adapter call that needs it."""
@@ -49,7 +64,10 @@ class BucketSyncSettings(OfflineSettings):
     mention_fanout_cap: int = Field(10, alias="MENTION_FANOUT_CAP")
     dedup_lru_size: int = Field(10_000, alias="DEDUP_LRU_SIZE")
     max_source_bytes: int = Field(1024 * 1024, alias="MAX_SOURCE_BYTES")
+    # JSON bodies of the API; files uploaded to /local/buckets have their own limit, up to
+    # the seed's per-call sync size (§5: 5 GB), received in pieces, never held in memory.
     max_request_bytes: int = Field(2 * 1024 * 1024, alias="MAX_REQUEST_BYTES")
+    max_upload_bytes: int = Field(5 * 1024**3, alias="MAX_UPLOAD_BYTES")
 
     score_field: str = Field("score", alias="SCORE_FIELD")
     required_result_fields: str = Field(
@@ -59,6 +77,8 @@ class BucketSyncSettings(OfflineSettings):
     sync_max_files: int = Field(10_000, alias="SYNC_MAX_FILES")
     score_order: Literal["asc", "desc"] = Field("desc", alias="SCORE_ORDER")
     score_unit: str = Field("", alias="SCORE_UNIT")
+    # Decimal places the dashboard shows every score with (0.7100 next to 1.0000).
+    score_decimals: int = Field(4, ge=0, le=12, alias="SCORE_DECIMALS")
     # The challenge's branding (challenge.yaml), shown in the dashboard's header.
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")
@@ -87,7 +107,7 @@ class BucketSyncSettings(OfflineSettings):
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
-    storage: Literal["local", "hf"] = Field("local", alias="BUCKETSYNC_STORAGE")
+    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
 
     # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
     job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
@@ -130,6 +150,16 @@ class BucketSyncSettings(OfflineSettings):
                 raise ValueError(f"{name.upper()} must look like 'namespace/name', got {value!r}")
         if self.verifier_enabled and not self.jobs_enabled:
             raise ValueError("VERIFIER_ENABLED=true needs JOBS_ENABLED=true (it re-runs jobs)")
+        if self.storage == "s3" and not self.s3_bucket.strip():
+            raise ValueError(
+                "BUCKETSYNC_STORAGE=s3 needs BUCKETSYNC_S3_BUCKET (the S3 bucket that holds "
+                "every bucket-sync bucket; BUCKETSYNC_S3_ENDPOINT for MinIO, R2 or GCS)"
+            )
+        if self.storage == "s3" and self.jobs_enabled:
+            raise ValueError(
+                "JOBS_ENABLED=true is not supported with BUCKETSYNC_STORAGE=s3 yet (no job "
+                "runner reads S3 buckets); use local or hf storage for benchmark jobs"
+            )
         if self.job_runner == "local" and self.storage != "local":
             raise ValueError(
                 "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
@@ -163,7 +193,13 @@ class BucketSyncSettings(OfflineSettings):
     @property
     def runner_kind(self) -> str:
         """The JobRunner adapter: `BUCKETSYNC_JOB_RUNNER`, else the storage backend's."""
-        return self.job_runner or self.storage
+        return self.job_runner or ("hf" if self.storage == "hf" else "local")
+
+    @property
+    def serves_buckets(self) -> bool:
+        """bucket-sync owns the storage (local, s3): it creates its buckets and serves
+        agents' scratch buckets at /local/buckets; on HF agents use the Hub."""
+        return self.storage != "hf"
 
     @property
     def bus_key_prefix(self) -> str:

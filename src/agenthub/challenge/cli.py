@@ -10,6 +10,7 @@ import typer
 from agenthub.bucketsync.settings import OfflineSettings
 from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.challenge import bootstrap
+from agenthub.challenge.deploy_cli import deploy_command
 from agenthub.challenge.schema import ChallengeError, load
 from agenthub.clierrors import CliError, Commands
 from agenthub.ports import BUCKETSYNC_PORT
@@ -17,6 +18,7 @@ from agenthub.ports import BUCKETSYNC_PORT
 app = typer.Typer(
     cls=Commands, help="A challenge in one command, from challenge.yaml.", no_args_is_help=True
 )
+app.command("deploy")(deploy_command)
 
 
 @app.command()
@@ -52,7 +54,7 @@ def init(
     elif target == "hf":
         from agenthub.bucketsync.app import hf_store
 
-        store = hf_store(settings.hf_token_value())
+        store = hf_store(settings)
     else:
         raise CliError(f"--target must be local or hf, not {target!r}")
     report = bootstrap.apply(

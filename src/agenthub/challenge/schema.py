@@ -48,6 +48,8 @@ class Scoring(Strict):
     field: str = "score"
     order: Literal["asc", "desc"] = "desc"
     unit: str = ""
+    # Decimal places the dashboard shows every score with, so 1.0000 sits by 0.7100.
+    decimals: int = Field(4, ge=0, le=12)
     required_fields: list[str] = Field(
         default_factory=lambda: ["score", "method", "status", "description"]
     )
@@ -156,6 +158,7 @@ class Challenge(Strict):
             "SCORE_FIELD": self.scoring.field,
             "SCORE_ORDER": self.scoring.order,
             "SCORE_UNIT": self.scoring.unit,
+            "SCORE_DECIMALS": str(self.scoring.decimals),
             "CHALLENGE_TITLE": self.branding.title,
             "CHALLENGE_TAGLINE": self.branding.tagline,
             "REQUIRED_RESULT_FIELDS": ",".join(required),
@@ -290,6 +293,7 @@ _NESTED: dict[str, dict[str, str | None]] = {
     "scoring": {
         "score_field": "scoring.field",
         "score_unit": "scoring.unit",
+        "score_decimals": "scoring.decimals",
         "order": "scoring.order",
         "required_fields": "scoring.required_fields",
         "score_label": None,

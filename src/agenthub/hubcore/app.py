@@ -11,7 +11,6 @@ from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
-from agenthub.db import make_engine
 from agenthub.hubcore import migrate
 from agenthub.hubcore.api import errors, health, projections
 from agenthub.hubcore.auth import OperatorToken
@@ -57,7 +56,7 @@ def create_app(settings: HubCoreSettings, *, clock: Clock | None = None) -> Fast
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.database_url)
+        engine = settings.engine()
         following = settings.statehub_url is not None
         task: asyncio.Task[None] | None = None
         source: HttpFeedSource | None = None

@@ -288,7 +288,7 @@ def follow(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The follower's own INFO lines are the log; Alembic's "Context impl" lines are noise.
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    engine = make_engine(settings.database_url)
+    engine = settings.engine()
 
     async def main() -> str:
         source = HttpFeedSource(url)

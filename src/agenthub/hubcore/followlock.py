@@ -2,8 +2,12 @@
 for as long as they follow, so a second one on the same database is refused at start
 instead of applying every page twice and fighting over the cursor.
 
-PostgreSQL: a session advisory lock on a connection kept open (released when it closes,
-also when the process dies). SQLite file: an exclusive `flock` on `<database>.follow.lock`
+PostgreSQL: a transaction advisory lock in a transaction kept open on one connection
+(released when it ends or the connection closes, also when the process dies). Not a
+session lock: behind a transaction pooler (pgbouncer) a session lock stays on whichever
+server connection ran it, which the pooler hands to other clients (where it is
+re-entrant) and the unlock may run on another; an open transaction keeps its server
+connection until it ends. SQLite file: an exclusive `flock` on `<database>.follow.lock`
 beside it (released by the kernel when the process dies). In-memory SQLite is private to
 its process and needs none."""
 
@@ -31,18 +35,13 @@ def sole_follower(engine: Engine) -> Iterator[None]:
     """Hold the follower lock of `engine`'s database; raise `AnotherFollower` if taken."""
     backend = engine.url.get_backend_name()
     if backend == "postgresql":
-        with engine.connect() as conn:
+        with engine.connect() as conn, conn.begin():
             taken = conn.execute(
-                text("select pg_try_advisory_lock(:key)"), {"key": FOLLOW_LOCK_KEY}
+                text("select pg_try_advisory_xact_lock(:key)"), {"key": FOLLOW_LOCK_KEY}
             ).scalar()
-            conn.commit()
             if not taken:
                 raise AnotherFollower(f"another follower is following into {_shown(engine)}")
-            try:
-                yield
-            finally:
-                conn.execute(text("select pg_advisory_unlock(:key)"), {"key": FOLLOW_LOCK_KEY})
-                conn.commit()
+            yield
         return
     database = engine.url.database or ""
     if backend != "sqlite" or database in ("", ":memory:") or "mode=memory" in str(engine.url):

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy import Engine
+
+from agenthub.db import make_engine
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/hubcore.db"
 
@@ -50,7 +53,19 @@ class HubCoreSettings(BaseSettings):
         le=10_000,
         validation_alias=AliasChoices("HUBCORE_SNAPSHOT_PAGE_SIZE", "snapshot_page_size"),
     )
+    # Connections kept open, and opened beyond them under load: a process holds at most
+    # pool_size + pool_max_overflow (a follower's lock keeps one of them while it follows).
+    pool_size: int = Field(5, ge=1, validation_alias=AliasChoices("HUBCORE_POOL_SIZE", "pool_size"))
+    pool_max_overflow: int = Field(
+        10, ge=0, validation_alias=AliasChoices("HUBCORE_POOL_MAX_OVERFLOW", "pool_max_overflow")
+    )
     # Migrate an empty or older database to head when the server starts.
     auto_migrate: bool = Field(
         True, validation_alias=AliasChoices("HUBCORE_AUTO_MIGRATE", "auto_migrate")
     )
+
+    def engine(self) -> Engine:
+        """The engine of `database_url` with this process's pool limits."""
+        return make_engine(
+            self.database_url, pool_size=self.pool_size, max_overflow=self.pool_max_overflow
+        )

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from agenthub.apidocs import serve_docs
 from agenthub.clock import Clock, SystemClock
-from agenthub.db import make_engine
+from agenthub.db import make_engine, normalize_url
 from agenthub.httperrors import ErrorBoundary, retry_safe
 from agenthub.statehub import idempotency, migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
@@ -24,25 +26,38 @@ from agenthub.statehub.revisions import WAKE_CHANNEL
 from agenthub.statehub.settings import StateHubSettings
 from agenthub.statehub.snapshot import PagedSnapshots
 from agenthub.statehub.store import Database
-from agenthub.statehub.wake import FeedWake, listen, poll
+from agenthub.statehub.wake import FeedWake, NotificationsLost, listen, poll
+
+log = logging.getLogger(__name__)
 
 IDEMPOTENCY_SWEEP_S = 600
-# Connections kept open. SQLAlchemy's default keeps 5 and closes the rest when they
-# come back, so 8 concurrent senders on PostgreSQL opened a connection per request
-# for three of them (a sixth of a send's time went to connecting).
-POOL_SIZE = 16
 
 
 async def _wake_source(
     settings: StateHubSettings, db: Database, feed_service: FeedService, wake: FeedWake
 ) -> None:
     """LISTEN on PostgreSQL in `lock` mode, a watermark poll otherwise (see `wake`)."""
+    interval = settings.wake_poll_interval_s
     if not db.sqlite and settings.revision_mode == "lock":
-        dsn = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        await listen(dsn, WAKE_CHANNEL, wake)
-    else:
-        interval = settings.wake_poll_interval_s
-        await poll(feed_service.servable_high_water, wake, interval)
+        url = normalize_url(settings.listen_url or settings.database_url)
+        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+        def notify(channel: str, payload: str) -> None:
+            with db.engine.connect() as conn:
+                conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": channel, "p": payload})
+                conn.commit()
+
+        try:
+            await listen(dsn, WAKE_CHANNEL, wake, notify=notify)
+        except NotificationsLost as exc:
+            log.warning(
+                "feed wakes: %s (a transaction pooler such as pgbouncer drops them); "
+                "set STATEHUB_LISTEN_URL to a direct PostgreSQL connection. "
+                "Polling every %.3f s instead.",
+                exc,
+                interval,
+            )
+    await poll(feed_service.servable_high_water, wake, interval)
 
 
 async def _reap(paged: PagedSnapshots) -> None:
@@ -64,7 +79,11 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.database_url, pool_size=POOL_SIZE)
+        engine = make_engine(
+            settings.database_url,
+            pool_size=settings.pool_size,
+            max_overflow=settings.pool_max_overflow,
+        )
         tasks: list[asyncio.Task[None]] = []
         try:
             if settings.auto_migrate:

@@ -8,7 +8,11 @@ Sources, chosen from the database and revision mode:
 
 * in-process: every State Hub write transaction bumps after commit;
 * PostgreSQL `lock` mode: `LISTEN statehub_inbox_feed` — the revision function
-  notifies once per transaction, so writes from any worker or from `psql` wake;
+  notifies once per transaction, so writes from any worker or from `psql` wake.
+  A transaction pooler (pgbouncer) hands a LISTEN's server connection to other
+  clients and never forwards its notifications, so the first connection proves
+  delivery (a NOTIFY sent through the pooled engine must arrive); if it does not,
+  the wake falls back to the poll below with a warning naming the direct URL setting;
 * a watermark poll otherwise (PostgreSQL `xid` mode, where a NOTIFY would
   serialize commits — measured at about a third of plain throughput — and
   where a commit is servable only once older transactions end; SQLite, to see
@@ -20,7 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 
@@ -79,26 +88,73 @@ class FeedWake:
             self.parked -= 1
 
 
-async def listen(dsn: str, channel: str, wake: FeedWake) -> None:
+# How long the first LISTEN connection waits for its own probe before deciding that
+# notifications do not reach it (a direct connection delivers one in milliseconds).
+PROBE_TIMEOUT_S = 3.0
+
+
+class NotificationsLost(Exception):
+    """A NOTIFY sent through the pooled connections never reached the LISTEN connection."""
+
+
+async def listen(
+    dsn: str,
+    channel: str,
+    wake: FeedWake,
+    notify: Callable[[str, str], None] | None = None,
+    probe_timeout: float = PROBE_TIMEOUT_S,
+) -> None:
     """PostgreSQL LISTEN loop; reconnects with backoff and wakes readers after a
-    reconnect (a notification may have been missed while disconnected)."""
+    reconnect (a notification may have been missed while disconnected).
+
+    With `notify` (sends `NOTIFY channel, payload` the way writers do), the first
+    connection first checks that a notification arrives; `NotificationsLost` says it
+    did not (a transaction pooler between here and the database)."""
     import psycopg
 
     delay = 0.5
     while True:
         try:
-            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            async with await psycopg.AsyncConnection.connect(
+                dsn, autocommit=True, prepare_threshold=None
+            ) as conn:
                 await conn.execute(f'LISTEN "{channel}"')
+                if notify is not None:
+                    if not await _delivered(conn, channel, notify, probe_timeout):
+                        with contextlib.suppress(psycopg.Error):
+                            await conn.execute("UNLISTEN *")  # best effort, pooled
+                        raise NotificationsLost(f"no notification arrived over {_shown(dsn)}")
+                    notify = None
                 wake.bump()
                 delay = 0.5
                 async for _notify in conn.notifies():
                     wake.bump()
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, NotificationsLost):
             raise
         except Exception as exc:  # the database went away: retry, never die
             log.warning("feed LISTEN connection lost (%s); retrying in %.1fs", exc, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
+
+
+async def _delivered(
+    conn: psycopg.AsyncConnection[Any],
+    channel: str,
+    notify: Callable[[str, str], None],
+    timeout: float,
+) -> bool:
+    token = f"probe:{uuid.uuid4().hex}"
+    await asyncio.to_thread(notify, channel, token)
+    async for received in conn.notifies(timeout=timeout):
+        if received.payload == token:
+            return True
+    return False
+
+
+def _shown(dsn: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(dsn).render_as_string(hide_password=True)
 
 
 async def poll(probe: Callable[[], int], wake: FeedWake, interval: float) -> None:

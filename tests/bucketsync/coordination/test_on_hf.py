@@ -1,4 +1,4 @@
-"""Claims, directives and acks on the `hf` adapters (the recording huggingface_hub fake):
+"""Claims, directives and acks on the `hf` adapters (the Hub emulator on loopback):
 every write goes through the store port into the central bucket, and reads come back
 through the read model."""
 
@@ -8,13 +8,13 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.bucketsync.hf_fake import FakeHub
 from tests.bucketsync.test_hf_adapters import B, _register, client, hub, identity
+from tests.support.hub_emulator import HubEmulator
 
 __all__ = ["client", "hub", "identity"]
 
 
-def _claim(hub: FakeHub, client: TestClient, agent: str, idea: str) -> dict[str, Any]:
+def _claim(hub: HubEmulator, client: TestClient, agent: str, idea: str) -> dict[str, Any]:
     hub.put(f"acme/chal-{agent}", "claim.md", f"---\nidea: {idea}\n---\n".encode())
     answer = client.post("/v1/claims", json={"source": f"hf://buckets/acme/chal-{agent}/claim.md"})
     assert answer.status_code == 201, answer.text
@@ -22,7 +22,9 @@ def _claim(hub: FakeHub, client: TestClient, agent: str, idea: str) -> dict[str,
     return body
 
 
-def test_claims_land_in_the_central_bucket_and_warn_on_hf(hub: FakeHub, client: TestClient) -> None:
+def test_claims_land_in_the_central_bucket_and_warn_on_hf(
+    hub: HubEmulator, client: TestClient
+) -> None:
     _register(hub, client, "a1", "alice", "t1")
     _register(hub, client, "a2", "bob", "t2")
     first = _claim(hub, client, "a1", "segmented sieve with a wheel")
@@ -40,11 +42,11 @@ def test_claims_land_in_the_central_bucket_and_warn_on_hf(hub: FakeHub, client: 
 
 
 def test_a_directive_and_its_ack_are_written_through_the_store_on_hf(
-    hub: FakeHub, client: TestClient
+    hub: HubEmulator, client: TestClient
 ) -> None:
     _register(hub, client, "a1", "alice", "t1")
     _register(hub, client, "a2", "bob", "t2")
-    hub.tokens["tok-boss"] = {"name": "boss", "orgs": [{"name": "acme", "roleInOrg": "admin"}]}
+    hub.accounts.add_user("tok-boss", "boss", acme="admin")
     posted = client.post(
         "/v1/directives",
         json={"agent_id": "human-boss", "body": "freeze the public split"},

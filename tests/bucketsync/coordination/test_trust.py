@@ -84,7 +84,7 @@ def test_the_lint_labels_delivered_items_and_never_blocks_the_post(site: Site) -
     assert digest["recent_messages"][0]["trust"] == expected
 
 
-def test_only_bucket_proved_writes_have_a_verified_author(site: Site) -> None:
+def test_bucket_and_bearer_proved_writes_have_a_verified_author(site: Site) -> None:
     proved = site.world.promote("agent-1", "m.md", "a plain note").json()["filename"]
     site.clock.advance(1)
     raw = site.world.raw("agent-1", "a plain note").json()["filename"]
@@ -102,7 +102,7 @@ def test_only_bucket_proved_writes_have_a_verified_author(site: Site) -> None:
 
     assert labels[proved] == {"via": "bucket", "verified_author": True, "lint": []}
     assert labels[raw] == {"via": "raw", "verified_author": False, "lint": []}
-    assert labels[human] == {"via": "dashboard", "verified_author": False, "lint": []}
+    assert labels[human] == {"via": "dashboard", "verified_author": True, "lint": []}
 
 
 def test_channel_posts_and_claims_carry_the_label_too(site: Site) -> None:

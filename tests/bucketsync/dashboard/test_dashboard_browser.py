@@ -138,10 +138,13 @@ def test_leaderboard_renders_the_seeded_ranking_with_badges_and_chart(site: Site
     first = page.locator("#leaderboard tbody tr").first.inner_text()
     assert "0.72" in first and "pending" in first
     assert page.locator("#leaderboard .badge.v-pending").count() == 3
-    # one line per agent in the score-over-time chart; alpha's has both results
+    # one best-so-far line per agent; alpha's steps up at its second, better result
     assert page.locator("figure.chart polyline").count() == 3
-    alpha_line = page.locator("figure.chart polyline[data-agent=alpha]").get_attribute("points")
-    assert alpha_line is not None and len(alpha_line.split()) == 2
+    alpha = page.locator("figure.chart circle[data-agent=alpha]")
+    assert [alpha.nth(i).get_attribute("data-score") for i in range(alpha.count())] == [
+        "0.41",
+        "0.72",
+    ]
     site.shot(page, "leaderboard")
     page.set_viewport_size(PHONE)
     site.shot(page, "leaderboard-phone")

@@ -47,6 +47,8 @@ def test_bs_13_40_the_page_polls_every_30_s(world: World) -> None:
         "oauth_user": None,
         "title": None,
         "tagline": None,
+        "score_decimals": 4,  # the challenge's scoring.decimals
+        "moderation": True,  # served in-process: org admins moderate from the page
     }
 
 
@@ -165,7 +167,7 @@ def test_dashboard_serve_proxies_to_any_bucket_sync_url(tmp_path: Path) -> None:
         with TestClient(create_dashboard_app(base)) as dash:
             assert dash.get("/dashboard").status_code == 200
             agents = dash.get("/dashboard/api/v1/agents").json()
-            assert agents["items"] == ["alpha"]
+            assert agents["items"] == ["alpha.md"]  # agent-collabs lists registration filenames
             inbox = dash.get("/dashboard/api/v1/inbox/alpha?wait=55")
             assert inbox.status_code == 200
         assert app.state.hub.longpoll.registry.counters.parks == 0

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -20,7 +19,7 @@ from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, make_settings
-from tests.bucketsync.hf_fake import FakeHub
+from tests.support.hub_emulator import running_hub
 
 AUDIT = "acme-admin/chal-audit"
 
@@ -61,36 +60,17 @@ def test_local_audit_growth_is_the_lines_over_1000_appends(tmp_path: Path) -> No
     assert len(audit.rows(f"{clock.now():%Y%m}")) == 1000
 
 
-class CountingHub(FakeHub):
-    """The fake HF Hub, remembering how many bytes each batch uploaded."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.uploaded: list[int] = []
-
-    def batch_bucket_files(
-        self,
-        bucket_id: str,
-        *,
-        add: list[tuple[bytes, str]] | None = None,
-        copy: list[tuple[str, str, str, str]] | None = None,
-        delete: list[str] | None = None,
-        token: Any = None,
-    ) -> None:
-        self.uploaded.append(sum(len(data) for data, _path in add or []))
-        super().batch_bucket_files(bucket_id, add=add, copy=copy, delete=delete, token=token)
-
-
 def test_hf_audit_writes_one_never_rewritten_part_per_row() -> None:
-    hub = CountingHub()
-    hub.add_bucket(AUDIT, author="acme-admin", private=True)
-    uploaded = hub.uploaded
     clock = FrozenClock()
-    audit = AuditLog(HfBucketStore(token=None, api=hub), AUDIT, clock, two_org=True)
-    write_rows(audit, 1000)
-    assert len(uploaded) == 1000
-    assert max(uploaded) < 400  # one line each, however long the month already is
-    rows = audit.rows(f"{clock.now():%Y%m}")
+    with running_hub() as hub:
+        hub.add_bucket(AUDIT, author="acme-admin", private=True)
+        audit = AuditLog(HfBucketStore(token=None, endpoint=hub.url), AUDIT, clock, two_org=True)
+        write_rows(audit, 1000)
+        # Content reaches the Xet store as one blob per added file.
+        uploaded = [len(r.body) for r in hub.requests if r.route == "cas_put"]
+        assert len(uploaded) == 1000 and hub.count("batch") == 1000
+        assert max(uploaded) < 400  # one line each, however long the month already is
+        rows = audit.rows(f"{clock.now():%Y%m}")
     assert [row["agent_id"] for row in rows] == [f"agent-{i}" for i in range(1000)]
 
 

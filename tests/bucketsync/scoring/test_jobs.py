@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agenthub.bucketsync.core.locks import Lease, Unfenced
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.runners.base import JobSpec, LaunchedJob
 from agenthub.bucketsync.runners.local import LocalJobRunner
@@ -236,8 +237,8 @@ class SlowLaunch:
 
 
 class NoLock:
-    def hold(self) -> AbstractContextManager[None]:
-        return nullcontext()
+    def hold(self) -> AbstractContextManager[Lease]:
+        return nullcontext(Unfenced("job-quota"))
 
 
 def _burst(world: ScoringWorld, count: int) -> list[int]:

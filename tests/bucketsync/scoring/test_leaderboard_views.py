@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.core.locks import Unfenced
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.live import pareto
 from agenthub.bucketsync.live.boardview import COLUMNS
@@ -83,7 +84,7 @@ class Served:
         start = NOW - timedelta(hours=1)
         if not listed:
             row = LedgerRow(start, agent, f"user-{agent}", job, bucket, run)
-            ledger.save([*ledger.rows(), row])
+            ledger.save([*ledger.rows(), row], Unfenced("job-quota"))
         status: dict[str, Any] = {"job_id": job, "launched_at": start.isoformat()}
         status["finished_at"] = (
             (start + timedelta(minutes=minutes)).isoformat() if minutes is not None else None
@@ -255,7 +256,10 @@ def test_the_csv_download_parses_and_equals_the_json_rows(served: Served) -> Non
     for agent in ("agent-1", "agent-2", "agent-3"):
         served.world.agent(agent)
     token = organizer_agent(served)
-    served.promoted("agent-1", 0.5, pin_hash="sha256:" + "ab" * 32)
+    # The row's pin is the server's pin of the submission (what GET /v1/results/{f}
+    # shows), never a hash the author wrote into the frontmatter.
+    assert served.world.put("agent-1", "sub/predict.py", "print(1)\n").status_code == 201
+    pinned = served.promoted("agent-1", 0.5, artifacts="sub/", pin_hash="sha256:" + "ab" * 32)
     served.promoted("agent-2", 0.7, description='=HYPERLINK("http://x","y"), a "quote"\nline')
     served.promoted("agent-3", 0.6, method=["beam", "rerank"])
     served.promoted("baseline-bot", 0.65, token=token, baseline=True)
@@ -284,7 +288,9 @@ def test_the_csv_download_parses_and_equals_the_json_rows(served: Served) -> Non
         "agent-1",
         "baseline-bot",
     ]
-    assert by_agent["agent-1"]["pin"] == "sha256:" + "ab" * 32
+    pin = served.world.client.get(f"/v1/results/{pinned}").json()["pin"]
+    assert by_agent["agent-1"]["pin"] == pin["manifest_hash"] != "sha256:" + "ab" * 32
+    assert by_agent["agent-2"]["pin"] is None  # names no submission
     assert by_agent["agent-1"]["tokens"] == 1200 and by_agent["agent-1"]["job_minutes"] == 7.5
     assert by_agent["agent-2"]["tokens"] is None  # shared no trace: unknown, not 0
     assert by_agent["agent-3"]["method"] == '["beam","rerank"]'

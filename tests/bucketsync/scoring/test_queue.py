@@ -137,7 +137,7 @@ def test_a_restarted_server_adopts_the_run_its_predecessor_was_watching(tmp_path
         filename = promote(world, "agent-1", "results/r.md", 0.5, "sub/")
         running = eventually(lambda: queue(world)["running"])
     # The first server is gone (its watcher with it); the run goes on without it.
-    assert world.index() == {}
+    assert world.index() == {filename: "pending"}  # entered at promotion, not yet decided
     second = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
     with live_server(second) as base, httpx.Client(base_url=base, timeout=30) as client:
         world = ScoringWorld(cast(TestClient, client), second.state.hub, identity)

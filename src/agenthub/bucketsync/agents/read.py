@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from agenthub.bucketsync.core import listing, naming
-from agenthub.bucketsync.core.access import bearer_caller, require_registered
+from agenthub.bucketsync.core.access import bearer_caller, is_registered, require_registered
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
-from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.errors import MethodNotAllowed, StorageUnavailable
 
 
 def me(hub: Hub, authorization: str | None) -> dict[str, Any]:
@@ -117,6 +117,14 @@ def _as_filename(cursor: str) -> str:
 
 def get_agent(hub: Hub, agent_id: str) -> dict[str, Any]:
     naming.validate_agent_id(agent_id)
+    if agent_id == "register" and not is_registered(hub, agent_id):
+        raise MethodNotAllowed(
+            "GET /v1/agents/register reads nothing: registration is a POST",
+            hint="curl -XPOST $BUCKETSYNC_URL/v1/agents/register -H 'Authorization: Bearer "
+            "<token>' -H 'content-type: application/json' -d '{\"agent_id\": \"you\", "
+            '"model": "m", "harness": "h"}\'',
+            allow="POST",
+        )
     return agent_info(require_registered(hub, agent_id))
 
 

@@ -48,8 +48,23 @@ def register(
             f"your scratch bucket {bucket} does not exist",
             hint=f"{bucket_cli(hub.settings.storage)} create {bucket}",
         )
+    existing = registration_or_stored(hub, agent_id)  # an out-of-band registration binds too
+    owner = existing.frontmatter.get("hf_user") if existing is not None else None
+    if existing is not None and owner != caller.user:
+        raise IdentityMismatch(
+            f"agent {agent_id!r} is registered to another user ({owner!r})",
+            hint=_another_id(hub, caller.user),
+        )
     handshake = hub.store.read(bucket, naming.HANDSHAKE_FILE)
     uri = f"hf://buckets/{bucket}/{naming.HANDSHAKE_FILE}"
+    if info.creator is not None and info.creator != caller.user:
+        # Where the backend knows the creator (local mode), a handshake written by someone
+        # else naming the caller proves nothing: only the creator controls the bucket.
+        raise BucketNotOwnedByCaller(
+            f"{bucket} was created by another user ({info.creator!r}), so {agent_id!r} is "
+            "theirs to register",
+            hint=_another_id(hub, caller.user),
+        )
     if handshake is None:
         raise BucketNotOwnedByCaller(
             f"{uri} is missing; it proves you control the bucket",
@@ -58,23 +73,12 @@ def register(
     if handshake.decode("utf-8", errors="replace").strip() != caller.user:
         raise BucketNotOwnedByCaller(
             f"the handshake in {bucket} does not name the caller {caller.user!r}",
-            hint=f"upload a {naming.HANDSHAKE_FILE} containing exactly your username",
+            hint=f"if you created {bucket}: echo -n {caller.user} > handshake && "
+            f"{bucket_cli(hub.settings.storage)} cp handshake {uri}; if not, "
+            + _another_id(hub, caller.user),
         )
-    if info.creator is not None and info.creator != caller.user:
-        # Where the backend knows the creator (local mode), a handshake written by someone
-        # else naming the caller proves nothing: only the creator controls the bucket.
-        raise BucketNotOwnedByCaller(
-            f"{bucket} was created by another user", hint="register the bucket you created"
-        )
-    existing = registration_or_stored(hub, agent_id)  # an out-of-band registration binds too
     joined = naming.iso_now(hub.clock.now(), "milliseconds")
     if existing is not None:
-        owner = existing.frontmatter.get("hf_user")
-        if owner != caller.user:
-            raise IdentityMismatch(
-                f"agent {agent_id!r} is bound to another user",
-                hint="pick a different agent_id",
-            )
         if not force:
             raise AgentIdTaken(
                 f"agent {agent_id!r} is already registered to you",
@@ -124,3 +128,14 @@ def register(
         user_agent=caller_info.user_agent,
     )
     return {"filename": f"{agent_id}.md", "agent_bucket": bucket, "hf_user": caller.user}
+
+
+def _another_id(hub: Hub, user: str) -> str:
+    """The steps that register an agent id of one's own (the bucket named after it first)."""
+    bucket = hub.settings.scratch_bucket("NEW-ID")
+    cli = bucket_cli(hub.settings.storage)
+    return (
+        f"pick an agent_id of your own: {cli} create {bucket}, put a "
+        f"{naming.HANDSHAKE_FILE} containing {user!r} in it, then POST /v1/agents/register "
+        '{"agent_id": "NEW-ID", ...}'
+    )

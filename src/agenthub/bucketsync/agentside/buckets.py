@@ -4,13 +4,22 @@
 
 Every failure is a `CliError` (one `error:` line, one `hint:` line, no traceback): a
 server refusal exits 1 with its code, an unreachable server or a missing local file 2.
+
+Files travel in pieces both ways (`cp` and `sync` stream from disk, a download streams to
+disk), so a checkpoint of gigabytes needs no more memory than a note. `sync` skips files
+whose size and content hash match the bucket's, prints one line per file, goes on past a
+file that fails and exits 1 naming every file that was not uploaded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 import typer
@@ -34,6 +43,8 @@ URL = typer.Option(..., "--url", envvar="BUCKETSYNC_URL", help="bucket-sync base
 TOKEN = typer.Option(..., "--token", envvar="BUCKETSYNC_TOKEN", help="Your token.")
 # A refusal by the server (4xx/5xx with its error body) exits 1, like `hf buckets`.
 REFUSED_EXIT = 1
+# Files are read, sent, received and hashed in pieces of this size.
+PIECE = 1 << 20
 
 
 def _split_uri(uri: str) -> tuple[str, str]:
@@ -72,16 +83,56 @@ class _Server:
         try:
             response = self.client.request(method, path, **kwargs)  # type: ignore[arg-type]
         except httpx.HTTPError as exc:
-            raise CliError(
-                f"cannot reach bucket-sync at {self.url} ({type(exc).__name__})",
-                hint="start it (agenthub up) or set BUCKETSYNC_URL to its URL",
-            ) from exc
+            raise self._unreachable(exc) from exc
+        self._check(response)
+        return response
+
+    @contextmanager
+    def download(self, path: str) -> Iterator[Iterator[bytes]]:
+        """A file's bytes in pieces, as they arrive."""
+        try:
+            with self.client.stream("GET", path) as response:
+                if not response.is_success:
+                    response.read()
+                    self._check(response)
+                yield response.iter_bytes(PIECE)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+
+    def upload(self, bucket: str, path: str, source: BinaryIO, size: int | None) -> httpx.Response:
+        """PUT a file read in pieces from `source` (its size declared when known, so an
+        oversized file is refused before it is sent)."""
+        headers = {"Content-Length": str(size)} if size is not None else {}
+        return self.call(
+            "PUT",
+            f"/local/buckets/{bucket}/files/{path}",
+            content=_pieces(source),
+            headers=headers,
+            timeout=httpx.Timeout(30.0, write=None, read=None),
+        )
+
+    def _unreachable(self, exc: httpx.HTTPError) -> CliError:
+        return CliError(
+            f"cannot reach bucket-sync at {self.url} ({type(exc).__name__})",
+            hint="start it (agenthub up) or set BUCKETSYNC_URL to its URL",
+        )
+
+    def _check(self, response: httpx.Response) -> None:
         if not response.is_success:
             wrong = wrong_service_hint(self.url, response, self.client)
             if wrong is not None:
                 raise CliError(f"{self.url} is not bucket-sync", hint=wrong, exit_code=REFUSED_EXIT)
             _refused(response)
-        return response
+
+
+def _pieces(source: BinaryIO) -> Iterator[bytes]:
+    while piece := source.read(PIECE):
+        yield piece
+
+
+def _file_hash(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _refused(response: httpx.Response) -> None:
@@ -95,15 +146,21 @@ def _refused(response: httpx.Response) -> None:
     raise CliError(message, hint=hint, exit_code=REFUSED_EXIT)
 
 
-def _read_local(src: str) -> bytes:
+@contextmanager
+def _open_local(src: str) -> Iterator[tuple[BinaryIO, int | None]]:
+    """The local file (or stdin) to upload, and its size when it has one."""
     if src == "-":
-        return sys.stdin.buffer.read()
+        yield sys.stdin.buffer, None
+        return
     try:
-        return Path(src).read_bytes()
+        handle = Path(src).open("rb")  # noqa: SIM115 - closed by the `with` below
+        size = Path(src).stat().st_size
     except OSError as exc:
         raise CliError(
             f"cannot read {src}: {exc.strerror or exc}", hint="give an existing local file"
         ) from exc
+    with handle:
+        yield handle, size
 
 
 @app.command()
@@ -146,26 +203,32 @@ def cp(
     """Upload a local file to a bucket path, or download a bucket file."""
     if src.startswith("hf://"):
         bucket, path = _split_uri(src)
-        with _Server(url, token) as server:
-            response = server.call("GET", f"/local/buckets/{bucket}/files/{path}")
-        if dst == "-":
-            sys.stdout.buffer.write(response.content)
-        else:
+        with (
+            _Server(url, token) as server,
+            server.download(f"/local/buckets/{bucket}/files/{path}") as pieces,
+        ):
+            if dst == "-":
+                for piece in pieces:
+                    sys.stdout.buffer.write(piece)
+                return
             target = Path(dst)
             if target.is_dir():
                 target = target / path.rsplit("/", 1)[-1]
-            target.write_bytes(response.content)
+            partial = target.with_name(f".{target.name}.part")
+            with partial.open("wb") as out:
+                for piece in pieces:
+                    out.write(piece)
+            partial.replace(target)  # an interrupted download leaves no half file at dst
         return
     bucket, path = _split_uri(dst)
     if (not path or path.endswith("/")) and src == "-":
         raise CliError(
             "copying stdin needs a destination file", hint="end the destination with a file name"
         )
-    data = _read_local(src)
     if not path or path.endswith("/"):
         path = path + Path(src).name
-    with _Server(url, token) as server:
-        response = server.call("PUT", f"/local/buckets/{bucket}/files/{path}", content=data)
+    with _open_local(src) as (source, size), _Server(url, token) as server:
+        response = server.upload(bucket, path, source, size)
     typer.echo(response.json()["uri"])
 
 
@@ -176,18 +239,59 @@ def sync(
     url: str = URL,
     token: str = TOKEN,
 ) -> None:
-    """Upload every file under a local directory to a bucket prefix."""
+    """Upload the files under a local directory that differ from the bucket's (size and
+    content hash), one line per file; go on past a failing file, exit 1 if any failed."""
     directory = Path(src)
     if not directory.is_dir():
         raise CliError(f"{src} is not a directory", hint="give the local folder to upload")
     bucket, prefix = _split_uri(dst)
     base = prefix.rstrip("/") + "/" if prefix else ""
     files = sorted(p for p in directory.rglob("*") if p.is_file())
+    failed: list[str] = []
+    uploaded = unchanged = 0
     with _Server(url, token) as server:
-        for file in files:
+        remote = _remote_files(server, bucket, base)
+        for number, file in enumerate(files, 1):
             path = base + file.relative_to(directory).as_posix()
-            server.call("PUT", f"/local/buckets/{bucket}/files/{path}", content=file.read_bytes())
-    typer.echo(f"{len(files)} file(s) -> hf://buckets/{bucket}/{base}")
+            step = f"[{number}/{len(files)}]"
+            try:
+                size = file.stat().st_size
+                known = remote.get(path)
+                if known is not None and known == (size, _file_hash(file)):
+                    unchanged += 1
+                    typer.echo(f"{step} unchanged  {path} ({size} bytes)")
+                    continue
+                with file.open("rb") as source:
+                    server.upload(bucket, path, source, size)
+            except (CliError, OSError) as exc:
+                failed.append(path)
+                reason = exc.message if isinstance(exc, CliError) else str(exc)
+                typer.echo(f"{step} FAILED     {path}: {reason}", err=True)
+                continue
+            uploaded += 1
+            typer.echo(f"{step} uploaded   {path} ({size} bytes)")
+    typer.echo(
+        f"{uploaded} uploaded, {unchanged} unchanged, {len(failed)} failed "
+        f"-> hf://buckets/{bucket}/{base}"
+    )
+    if failed:
+        raise CliError(
+            f"{len(failed)} of {len(files)} file(s) not uploaded: {', '.join(failed)}",
+            hint="fix what each FAILED line says and run the same sync again "
+            "(files already uploaded are skipped)",
+            exit_code=REFUSED_EXIT,
+        )
+
+
+def _remote_files(server: _Server, bucket: str, base: str) -> dict[str, tuple[int, str]]:
+    """The bucket's files under `base`: path -> (size, content hash)."""
+    response = server.call(
+        "GET", f"/local/buckets/{bucket}/tree", params={"prefix": base, "recursive": "true"}
+    )
+    return {
+        str(item["path"]): (int(item["size"]), str(item["content_hash"]))
+        for item in response.json()["items"]
+    }
 
 
 @app.command("ls")

@@ -43,7 +43,7 @@ def harness_setup(
         url=service_url(request),
         agent_id=agent_id,
         scratch_bucket=s.scratch_bucket(agent_id),
-        local_storage=s.storage == "local",
+        local_storage=s.serves_buckets,
         token=token.strip() if scheme.lower() == "bearer" and token.strip() else None,
     )
 

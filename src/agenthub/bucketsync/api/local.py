@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Header, Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
@@ -13,6 +14,9 @@ from agenthub.bucketsync.api.routes import hub_of
 from agenthub.bucketsync.files import scratch
 
 router = APIRouter(prefix="/local/buckets", responses=ERRORS)
+
+# Pieces of a request body are gathered up to this size before one write off the event loop.
+WRITE_PIECE = 1 << 20
 
 
 class CreateBody(BaseModel):
@@ -48,10 +52,36 @@ async def put(
     request: Request,
     authorization: str | None = Header(None),
 ) -> dict[str, Any]:
-    data = await request.body()
-    return await run_in_threadpool(
-        scratch.put, hub_of(request), authorization, f"{namespace}/{name}", path, data
+    """Upload a file of up to MAX_UPLOAD_BYTES; the body is streamed to disk, then placed."""
+    receiving = await run_in_threadpool(
+        scratch.start_put,
+        hub_of(request),
+        authorization,
+        f"{namespace}/{name}",
+        path,
+        declared=_declared_size(request),
     )
+    try:
+        pending: list[bytes] = []
+        held = 0
+        async for chunk in request.stream():
+            pending.append(chunk)
+            held += len(chunk)
+            if held >= WRITE_PIECE:
+                await run_in_threadpool(receiving.write, b"".join(pending))
+                pending, held = [], 0
+        if pending:
+            await run_in_threadpool(receiving.write, b"".join(pending))
+        return await run_in_threadpool(receiving.finish)
+    except BaseException:
+        receiving.abort()
+        raise
+
+
+def _declared_size(request: Request) -> int | None:
+    """The body's Content-Length (BodyLimit already refused an unreadable one)."""
+    value = request.headers.get("content-length")
+    return int(value) if value is not None and value.isdigit() else None
 
 
 @router.get("/{namespace}/{name}/tree")
@@ -78,5 +108,5 @@ def get(
     request: Request,
     authorization: str | None = Header(None),
 ) -> Response:
-    data = scratch.get(hub_of(request), authorization, f"{namespace}/{name}", path)
-    return Response(data, media_type="application/octet-stream")
+    pieces = scratch.get(hub_of(request), authorization, f"{namespace}/{name}", path)
+    return StreamingResponse(pieces, media_type="application/octet-stream")

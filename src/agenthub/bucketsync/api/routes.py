@@ -17,10 +17,12 @@ from agenthub.bucketsync.api.scoring import scoring_of
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.board import write as messages
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.errors import JobsDisabled
 from agenthub.bucketsync.files import sync
 from agenthub.bucketsync.live import boardview
 from agenthub.bucketsync.live import digest as snapshot
 from agenthub.bucketsync.results import write as results
+from agenthub.bucketsync.scoring import resubmit
 from agenthub.bucketsync.scoring import views as scoring_views
 
 router = APIRouter(prefix="/v1", responses=ERRORS)
@@ -178,6 +180,20 @@ def list_results(request: Request) -> dict[str, Any]:
 @router.get("/results/{filename}")
 def get_result(filename: str, request: Request) -> dict[str, Any]:
     return scoring_views.result(hub_of(request), request.app.state.scoring, filename)
+
+
+@router.post("/results/{filename}:reverify", status_code=202)
+def reverify(
+    filename: str, request: Request, authorization: str | None = Header(None)
+) -> dict[str, Any]:
+    """Re-submit your result for verification after the platform failed its verification
+    (`platform_error` after the retries, or a submission that was missing then)."""
+    verifier = scoring_of(request).verifier
+    if verifier is None:
+        raise JobsDisabled(
+            "this server runs no verifier", hint="VERIFIER_ENABLED is false; ask the organizer"
+        )
+    return resubmit.resubmit(verifier, authorization, filename, caller_info=caller_info(request))
 
 
 class ArtifactsBody(BaseModel):

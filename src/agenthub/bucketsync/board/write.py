@@ -285,6 +285,12 @@ def publish(
         "via": draft.via,
         "path": board_path,
         "mentions_delivered": recipients,
+        # Ours (agent-collabs drops them silently): mentions that reached nobody.
+        "mentions_unknown": mentions.unknown(
+            author=draft.author,
+            body=draft.body,
+            is_registered=lambda handle: is_registered(hub, handle),
+        ),
         "broadcast": draft.broadcast,
         "channel": draft.channel,
         "auto_subscribed": auto_subscribed,

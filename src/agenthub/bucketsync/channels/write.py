@@ -161,7 +161,14 @@ def create(
         raise InvalidRequest(
             "the channel theme (body) is empty", hint="describe what the channel is for"
         )
-    require_organizer(hub, user, email)
+    require_organizer(
+        hub,
+        user,
+        email,
+        action="create channels",
+        hint="propose the channel on the board instead (POST /v1/messages); an organizer "
+        "creates it",
+    )
     hub.limiters.raw_messages.acquire(agent_id)
     readme_path = naming.channel_readme_path(name)
     existing = hub.read_model.record(readme_path, CHANNELS)

@@ -65,3 +65,15 @@ def recipients(
         if len(found) >= cap:
             break
     return found
+
+
+def unknown(*, author: str, body: str, is_registered: Callable[[str], bool]) -> list[str]:
+    """The @-mentioned handles no inbox exists for (neither registered nor `human-*`), in
+    order of appearance: what `recipients` drops, reported so a typo is not silent."""
+    found: list[str] = []
+    for handle in mentioned_handles(body):
+        if handle == author or handle in found or is_human_handle(handle):
+            continue
+        if not is_registered(handle):
+            found.append(handle)
+    return found

@@ -4,10 +4,12 @@ signals that its body tries to steer the agent reading it.
 Every item bucket-sync delivers is another agent's text landing in an agent's prompt, so
 each one carries `trust: {via, verified_author, lint}`:
 
-- `verified_author` is true only for a bucket-proved write (`via: bucket`: promoted from
-  the author's own scratch bucket, which only its creator can write, seed §2). Raw posts
-  (`agent_id` + `body`, `via: raw`) are best-effort attribution, and everything else
-  (dashboard posts, server announcements, files edited out of band) is not bucket-proved.
+- `verified_author` is true for a write whose author the server proved: `via: bucket`
+  (promoted from the author's own scratch bucket, which only its creator can write, seed
+  §2) and `via: dashboard` (a person's `human-<name>` post, accepted only when the Bearer
+  token's user is `<name>` in the org: an organizer's broadcast, directive or channel).
+  Raw posts (`agent_id` + `body`, `via: raw`) are best-effort attribution (seed §4), and
+  server announcements and files edited out of band prove nobody.
 - `lint` names the patterns found in the body. It flags, it never blocks: a post is never
   refused for what the lint says, and the labels are computed at read time so a pattern
   added later covers the whole history.
@@ -149,10 +151,14 @@ class _Memo:
 _MEMO = _Memo(16384)
 
 
+PROVED_VIA = frozenset({"bucket", "dashboard"})
+
+
 def verified_author(via: object) -> bool:
-    """True only for a bucket-proved write (seed §2): the one path whose attribution the
-    bucket's ACL proves. Raw, dashboard, server and unknown writes are not."""
-    return via == "bucket"
+    """True for a bucket-proved write (seed §2: the bucket's ACL proves it) and a person's
+    Bearer-proved post (the token's user is the handle's). Raw, server and unknown writes
+    are not."""
+    return via in PROVED_VIA
 
 
 def label(frontmatter: Mapping[str, Any], body: str, *, content_hash: str) -> dict[str, Any]:

@@ -44,7 +44,20 @@ export async function get(path, params = {}) {
 }
 
 export async function post(path, body) {
-  const response = await fetch(`/dashboard/api/v1${path}`, {
+  return send(`/dashboard/api/v1${path}`, body);
+}
+
+// An organizer's action on the dashboard's own routes (/dashboard/moderation/...).
+export async function moderate(action, body) {
+  return send(`/dashboard/moderation/${action}`, body);
+}
+
+export async function hiddenPosts() {
+  return parse(await fetch("/dashboard/moderation/hidden", { headers: headers() }));
+}
+
+async function send(url, body) {
+  const response = await fetch(url, {
     method: "POST",
     headers: headers({ "Content-Type": "application/json", "X-Agenthub-Dashboard": "1" }),
     body: JSON.stringify(body),

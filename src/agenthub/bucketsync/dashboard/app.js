@@ -1,14 +1,14 @@
 // The dashboard: hash-routed pages over the bucket-sync /v1 API, refreshed every poll_s.
 
-import { ApiError, auth, config, get, post, signOutSession } from "./api.js";
-import { scoreChart, seriesFrom } from "./chart.js";
-import { coordinationPages, reachText } from "./coordination.js";
+import { ApiError, auth, config, get, hiddenPosts, moderate, post, signOutSession } from "./api.js";
+import { coordinationPages, deliveryText } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
-import { landscapePanel } from "./landscape.js";
+import { leaderboardPage } from "./leaderboard.js";
 import { renderMarkdown } from "./markdown.js";
+import { resultPage } from "./result.js";
 import { taskforcePages } from "./taskforces.js";
 
-const state = { config: { poll_s: 30 }, me: null, page: null, timer: null };
+const state = { config: { poll_s: 30 }, me: null, page: null, timer: null, hidden: new Set() };
 const $ = (id) => document.getElementById(id);
 
 // ---------------------------------------------------------------- notices & status
@@ -78,53 +78,7 @@ async function signOut() {
 // Each page builds its controls once (mount) and re-reads its data on every poll (refresh),
 // so a half-typed post survives a refresh.
 
-// Organizer baselines sit among the ranked rows where their score puts them, unranked.
-function withBaselines(board) {
-  const better = (a, b) => (board.order === "asc" ? a.score < b.score : a.score > b.score);
-  const out = [...board.rows];
-  for (const baseline of board.baselines || []) {
-    const at = out.findIndex((row) => better(baseline, row));
-    out.splice(at === -1 ? out.length : at, 0, baseline);
-  }
-  return out;
-}
-
-const badge = (verification) => el("span", { class: `badge v-${verification}` }, verification);
-
 const pages = {
-  leaderboard: {
-    title: "Leaderboard",
-    mount(root) {
-      this.data = el("div");
-      this.landscape = landscapePanel();
-      root.append(el("h2", {}, "Leaderboard"), this.data, this.landscape.root);
-    },
-    async refresh() {
-      const [board, results] = await Promise.all([
-        get("/leaderboard"),
-        get("/results", { expand: "true", limit: 200, order: "desc" }),
-        this.landscape.refresh(),
-      ]);
-      const pick = (agent) => (event) => { event.preventDefault(); this.landscape.show(agent).catch(fail); };
-      const unit = board.score_unit ? ` (${board.score_unit})` : "";
-      const rows = withBaselines(board).map((row) => el("tr",
-        { "data-agent": row.agent, "data-baseline": row.baseline ? "true" : null, class: row.baseline ? "baseline" : null },
-        el("td", {}, row.baseline ? "—" : row.rank),
-        el("td", { class: "agent" }, row.baseline ? row.agent
-          : el("a", { href: "#/leaderboard", class: "events-of", title: "this agent's landscape events", onclick: pick(row.agent) }, row.agent),
-        row.baseline ? el("span", { class: "badge baseline", title: "organizer baseline: shown for reference, not ranked" }, "baseline") : null),
-        el("td", { class: "num" }, row.score), el("td", {}, badge(row.verification)),
-        el("td", {}, row.method || ""), el("td", { class: "muted" }, when(row.timestamp))));
-      const download = el("a", { id: "leaderboard-csv", class: "button", href: "/dashboard/api/v1/leaderboard?format=csv", download: "" }, "Download CSV");
-      replace(this.data,
-        el("p", { class: "muted" }, `${board.score_field}${unit}, ${board.order === "asc" ? "lower" : "higher"} is better · best result per agent · showing ${board.verification.join(" + ")} · `, download),
-        rows.length ? table(["#", "agent", "score", "verification", "method", "when"], rows, { id: "leaderboard" })
-          : el("p", {}, "No ranked results yet."),
-        el("h3", {}, "Score over time"),
-        scoreChart(seriesFrom(results.items, board.score_field), board.score_unit));
-    },
-  },
-
   board: {
     title: "Board",
     mount(root) {
@@ -136,7 +90,7 @@ const pages = {
     },
     async refresh() {
       const q = this.q.value.trim();
-      const page = await get("/messages", { expand: "true", limit: 50, q });
+      const [page] = await Promise.all([get("/messages", { expand: "true", limit: 50, q }), loadHidden()]);
       const none = q && !page.items.length
         ? el("p", { class: "empty-search" }, `No board message matches “${q}”. `,
           "Channel posts are searched on their channel's page: ", el("a", { href: "#/channels" }, "Channels"), ".")
@@ -172,7 +126,7 @@ const pages = {
       const c = await get(`/channels/${encodeURIComponent(this.name)}`);
       const members = c.members.map((m) => el("li", {}, el("span", { class: "agent" }, m.handle), " ",
         el("span", { class: `badge notify-${m.notify}` }, `notify: ${m.notify}`)));
-      const recent = await get(`/channels/${encodeURIComponent(this.name)}/messages`, { expand: "true", limit: 50 });
+      const [recent] = await Promise.all([get(`/channels/${encodeURIComponent(this.name)}/messages`, { expand: "true", limit: 50 }), loadHidden()]);
       replace(this.data,
         el("p", { class: "theme" }, c.theme?.body || ""),
         el("p", { class: "muted" }, `created by ${c.creator} ${when(c.created)}`),
@@ -195,7 +149,7 @@ const pages = {
     },
     async refresh() {
       if (!this.handle) { replace(this.data, el("p", { class: "muted" }, "Pick a handle to read its inbox.")); return; }
-      const page = await get(`/inbox/${encodeURIComponent(this.handle)}`, { expand: "true", limit: 50 });
+      const [page] = await Promise.all([get(`/inbox/${encodeURIComponent(this.handle)}`, { expand: "true", limit: 50 }), loadHidden()]);
       replace(this.data, el("p", { class: "muted" }, `${page.count} messages for ${this.handle}`), messageList(page.items, "inbox"));
     },
   },
@@ -216,7 +170,7 @@ const pages = {
         });
         return el("tr", { "data-agent": a.agent_id },
           el("td", {}, dot, " ", el("a", { href: `#/inbox/${encodeURIComponent(a.agent_id)}`, class: "agent" }, a.agent_id)),
-          el("td", {}, a.hf_user), el("td", {}, a.model), el("td", {}, a.harness), el("td", { class: "muted" }, when(a.joined)));
+          el("td", {}, a.hf_user, revokeButton(a.hf_user)), el("td", {}, a.model), el("td", {}, a.harness), el("td", { class: "muted" }, when(a.joined)));
       });
       replace(this.data,
         el("p", { class: "muted" }, `${agents.count} agents · a green dot = watching (long-polled within ${watching.fresh_s}s)`),
@@ -257,18 +211,54 @@ const pages = {
     },
   },
 };
-Object.assign(pages, coordinationPages({ state, notify, explain, refresh }), taskforcePages());
+Object.assign(pages, coordinationPages({ state, notify, explain, refresh }), taskforcePages(),
+  { leaderboard: leaderboardPage({ state, fail }), result: resultPage({ state, notify, explain, fail }) });
 
-function messageList(items, where) {
+// ---------------------------------------------------------------- moderation
+// Posts an organizer hid are left out of every list here (the /v1 API still serves them).
+async function loadHidden() {
+  if (!state.config.moderation) return;
+  state.hidden = new Set((await hiddenPosts()).hidden);
+}
+
+const canModerate = () => state.config.moderation && state.me?.is_organizer;
+
+function hideButton(m) {
+  if (!canModerate() || !m.filename) return null;
+  return el("button", { type: "button", class: "link hide-post", "data-filename": m.filename, onclick: async () => {
+    try {
+      await moderate("hide", { filename: m.filename, hidden: true });
+      notify(`Hidden from the dashboard: ${m.filename}`, "ok");
+      await refresh();
+    } catch (err) { notify(`Not hidden: ${explain(err)}`); }
+  } }, "Hide");
+}
+
+// Two clicks: the first arms the button, the second revokes.
+function revokeButton(user) {
+  if (!canModerate() || !user || user === state.me.hf_user) return null;
+  const button = el("button", { type: "button", class: "link revoke", "data-user": user, onclick: async () => {
+    if (!button.dataset.armed) { button.dataset.armed = "1"; button.textContent = `Confirm: revoke ${user}`; return; }
+    try {
+      const done = await moderate("revoke", { user });
+      notify(`Revoked ${user} (was ${done.previous_role || "no role"}): their token no longer makes them a member`, "ok");
+    } catch (err) { notify(`Not revoked: ${explain(err)}`); }
+  } }, "Revoke");
+  return button;
+}
+
+function messageList(all, where) {
+  const items = all.filter((m) => !state.hidden.has(m.filename));
   if (!items.length) return el("p", {}, "Nothing here yet.");
-  return el("ol", { class: "messages", "data-list": where }, items.map((m) => el("li", { class: m.frontmatter?.broadcast ? "broadcast" : "" },
+  return el("ol", { class: "messages", "data-list": where }, items.map((m) => el("li", { class: m.frontmatter?.broadcast ? "broadcast" : "", "data-filename": m.filename },
     el("div", { class: "meta" },
       el("a", { class: "agent", href: `#/inbox/${encodeURIComponent(m.agent || "")}` }, m.agent || "?"), " ",
       el("span", { class: "muted" }, when(m.timestamp)),
       m.frontmatter?.broadcast ? el("span", { class: "badge broadcast" }, m.frontmatter?.ack_required ? "directive" : "broadcast") : null,
       m.frontmatter?.channel ? el("span", { class: "badge" }, `#${m.frontmatter.channel}`) : null,
       m.frontmatter?.via ? el("span", { class: "via muted" }, `via ${m.frontmatter.via}`) : null,
-      m.trust?.lint?.length ? el("span", { class: "badge lint", title: "the trust lint flagged this text; it is data, not an instruction" }, `flagged: ${m.trust.lint.join(", ")}`) : null),
+      m.trust?.lint?.length ? el("span", { class: "badge lint", title: "the trust lint flagged this text; it is data, not an instruction" }, `flagged: ${m.trust.lint.join(", ")}`) : null,
+      hideButton(m)),
     el("div", { class: "body" }, renderMarkdown(m.body || "")))));
 }
 
@@ -288,7 +278,7 @@ function composer(channel = null) {
       const sent = await post("/messages", message);
       body.value = "";
       if (broadcast) broadcast.checked = false;
-      notify(`Posted ${sent.filename}${sent.mentions_delivered?.length ? " · delivered to " + sent.mentions_delivered.join(", ") : ""}${sent.broadcast ? " · broadcast to everyone" : ""}${reachText(sent.reach)}`, "ok");
+      notify(`Posted ${sent.filename}${sent.broadcast ? " · broadcast to everyone" : ""}${deliveryText(sent.mentions_delivered, sent.reach)}`, "ok");
       await refresh();
     } catch (err) { notify(`Not posted: ${explain(err)}`); }
   } }, body, el("div", { class: "row" },

@@ -8,6 +8,7 @@ from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import errors
+from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.dashboard.oauth import (
     HfOAuthProvider,
     OAuthFlow,
@@ -66,7 +67,12 @@ def install(
             timeout=PROXY_TIMEOUT_S,
         )
 
-    app.include_router(build_router(Proxy(client), oauth, poll_s=poll_s, branding=branding))
+    def hub() -> Hub:
+        served: Hub = app.state.hub
+        return served
+
+    router = build_router(Proxy(client), oauth, poll_s=poll_s, branding=branding, hub=hub)
+    app.include_router(router)
     app.include_router(favicon_router())
 
 

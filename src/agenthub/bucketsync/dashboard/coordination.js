@@ -33,7 +33,7 @@ export function coordinationPages(ctx) {
         if (supersedes.value) message.supersedes = supersedes.value;
         const sent = await post("/directives", message);
         body.value = "";
-        notify(`Directive ${sent.filename} pinned for every agent until acked${reachText(sent.reach)}`, "ok");
+        notify(`Directive ${sent.filename} pinned for every agent until acked${deliveryText([], sent.reach)}`, "ok");
         await refresh();
       } catch (err) { notify(`Not posted: ${explain(err)}`); }
     } }, body, el("div", { class: "row" }, supersedes, el("button", { type: "submit" }, "Post directive")));
@@ -102,9 +102,25 @@ export function coordinationPages(ctx) {
 }
 
 // The post's reach forecast: who got it now, who will at their next poll, who nobody watches.
-export function reachText(reach) {
-  if (!reach) return "";
-  return [["woken", reach.woken], ["next poll", reach.next_poll], ["unreachable", reach.unreachable]]
-    .filter(([, handles]) => handles?.length)
-    .map(([label, handles]) => ` · ${label}: ${handles.join(", ")}`).join("");
+const REACH = {
+  woken: "watching: woken now",
+  next_poll: "sees it at its next poll",
+  unreachable: "not watching now: it waits in the inbox",
+};
+const GROUP = { woken: "woken now", next_poll: "at their next poll", unreachable: "not watching now (it waits in their inbox)" };
+
+// Who got a post, and when they will see it: each mentioned handle once, its delivery and
+// its reach together ("delivered to b (not watching now: …)"), never as two claims that
+// read like opposites; the rest of the audience (a broadcast's) grouped by reach.
+export function deliveryText(delivered = [], reach = null) {
+  const state = new Map();
+  for (const key of Object.keys(REACH)) for (const handle of reach?.[key] || []) state.set(handle, key);
+  const named = new Set(delivered);
+  const parts = delivered.length
+    ? [` · delivered to ${delivered.map((h) => (state.has(h) ? `${h} (${REACH[state.get(h)]})` : h)).join(", ")}`] : [];
+  for (const key of Object.keys(REACH)) {
+    const rest = (reach?.[key] || []).filter((h) => !named.has(h));
+    if (rest.length) parts.push(` · ${GROUP[key]}: ${rest.join(", ")}`);
+  }
+  return parts.join("");
 }

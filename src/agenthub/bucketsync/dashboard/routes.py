@@ -6,6 +6,7 @@ Only HTTP translation here; the rules live in `proxy.py` and `oauth.py`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,10 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse
+from pydantic import BaseModel, ConfigDict, Field
 
+from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.dashboard import moderation
 from agenthub.bucketsync.dashboard.oauth import OAuthFlow
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy, Reply
 from agenthub.bucketsync.errors import BucketSyncError, Forbidden, NotFound
@@ -26,6 +30,7 @@ STATE_COOKIE = "agenthub_dash_oauth_state"
 # A header a cross-site form cannot send: cookie-authenticated writes must carry it.
 WRITE_HEADER = "x-agenthub-dashboard"
 POLL_S = 30
+SCORE_DECIMALS = 4  # a standalone dashboard's, which cannot read the challenge's setting
 # Everything the page loads or calls is its own origin; the Space page may frame it.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -70,7 +75,9 @@ def build_router(
     *,
     poll_s: float = POLL_S,
     branding: Branding | None = None,
+    hub: Callable[[], Hub] | None = None,
 ) -> APIRouter:
+    """The dashboard's routes; `hub` (served in-process only) adds organizer moderation."""
     router = APIRouter(prefix="/dashboard", include_in_schema=False)
     brand = branding or Branding()
 
@@ -100,6 +107,8 @@ def build_router(
             "oauth_user": session.user if session else None,
             "title": brand.title or None,
             "tagline": brand.tagline or None,
+            "score_decimals": hub().settings.score_decimals if hub else SCORE_DECIMALS,
+            "moderation": hub is not None,
         }
 
     @router.get("/api/v1/{path:path}")
@@ -112,18 +121,76 @@ def build_router(
     @router.post("/api/v1/{path:path}")
     async def proxied_post(request: Request, path: str) -> Response:
         headers = _auth_headers(request, oauth)
-        if "authorization" not in {k.lower() for k in request.headers} and (
-            request.headers.get(WRITE_HEADER) != "1"
-        ):
-            raise Forbidden(
-                "a signed-in write must come from the dashboard page",
-                hint=f"send the {WRITE_HEADER}: 1 header",
-            )
+        if "authorization" not in {k.lower() for k in request.headers}:
+            _require_page_header(request)
         return _reply(await proxy.post(path, await request.body(), headers, _peer(request)))
 
     if oauth is not None:
         _add_oauth_routes(router, oauth)
+    if hub is not None:
+        _add_moderation_routes(router, hub, oauth)
     return router
+
+
+class VerdictBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    filename: str
+    verdict: str
+    expected: str = Field(description="the verdict the organizer saw (compare-and-set)")
+
+
+class HideBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    filename: str
+    hidden: bool = True
+    reason: str = Field("", max_length=500)
+
+
+class RevokeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str
+
+
+def _add_moderation_routes(
+    router: APIRouter, hub: Callable[[], Hub], oauth: OAuthFlow | None
+) -> None:
+    """An org admin's actions (checked on the server for every call; see moderation.py)."""
+
+    def authorized(request: Request) -> str | None:
+        headers = _auth_headers(request, oauth)
+        if "authorization" not in {k.lower() for k in request.headers}:
+            _require_page_header(request)
+        return headers.get("authorization")
+
+    def info(request: Request) -> CallerInfo:
+        return CallerInfo(
+            ip=request.client.host if request.client else None,
+            user_agent=request.headers.get("user-agent"),
+        )
+
+    @router.get("/moderation/hidden")
+    def hidden() -> dict[str, Any]:
+        return {"hidden": moderation.hidden_posts(hub())}
+
+    @router.post("/moderation/verdict")
+    def verdict(body: VerdictBody, request: Request) -> dict[str, Any]:
+        return moderation.set_verdict(
+            hub(), authorized(request), filename=body.filename, verdict=body.verdict,
+            expected=body.expected, info=info(request),
+        )  # fmt: skip
+
+    @router.post("/moderation/hide")
+    def hide(body: HideBody, request: Request) -> dict[str, Any]:
+        return moderation.hide_post(
+            hub(), authorized(request), filename=body.filename, hidden=body.hidden,
+            reason=body.reason, info=info(request),
+        )  # fmt: skip
+
+    @router.post("/moderation/revoke")
+    def revoke(body: RevokeBody, request: Request) -> dict[str, Any]:
+        return moderation.revoke_user(
+            hub(), authorized(request), user=body.user, info=info(request)
+        )
 
 
 def _add_oauth_routes(router: APIRouter, oauth: OAuthFlow) -> None:
@@ -173,6 +240,15 @@ def _set_cookie(
     response.set_cookie(
         name, value, max_age=max_age, path=path, httponly=True, secure=secure, samesite="lax"
     )
+
+
+def _require_page_header(request: Request) -> None:
+    """A cookie-authenticated write must carry a header a cross-site form cannot send."""
+    if request.headers.get(WRITE_HEADER) != "1":
+        raise Forbidden(
+            "a signed-in write must come from the dashboard page",
+            hint=f"send the {WRITE_HEADER}: 1 header",
+        )
 
 
 def _auth_headers(request: Request, oauth: OAuthFlow | None) -> dict[str, str]:

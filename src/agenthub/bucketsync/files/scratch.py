@@ -9,11 +9,17 @@ writes outside their namespaces. The service's buckets are never writable as the
 only their creator and members of the owning org. What a promotion may not target
 (README.md, `audit/`, …, seed §5) is the promotion path's rule (`naming.check_not_blocked`),
 not this API's.
+
+A file upload (`PUT …/files/{path}`) is received in pieces into the store's temp file and
+placed atomically when complete: any size up to `MAX_UPLOAD_BYTES` (default 5 GiB, the
+seed's per-call sync size), in memory one piece at a time. `MAX_REQUEST_BYTES` bounds the
+JSON bodies of the rest of the API, not files.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from agenthub.bucketsync.core import naming
@@ -21,7 +27,8 @@ from agenthub.bucketsync.core.access import bearer_caller
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import Forbidden, InvalidPath, NotFound, PayloadTooLarge
 from agenthub.bucketsync.identity.base import Caller
-from agenthub.bucketsync.storage.base import Batch, BucketInfo
+from agenthub.bucketsync.settings import BucketSyncSettings
+from agenthub.bucketsync.storage.base import BucketInfo, StreamingStore, Upload
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -109,7 +116,52 @@ def _can_read(hub: Hub, caller: Caller, info: BucketInfo) -> bool:
     return ns == caller.user or _role(hub, caller, ns) is not None
 
 
-def put(hub: Hub, authorization: str | None, bucket: str, path: str, data: bytes) -> dict[str, Any]:
+def upload_too_large(settings: BucketSyncSettings, size: int | None = None) -> PayloadTooLarge:
+    """The refusal of a file over `MAX_UPLOAD_BYTES`, naming the setting and its value."""
+    limit = settings.max_upload_bytes
+    said = f"is {size} bytes" if size is not None else "is larger than that"
+    return PayloadTooLarge(
+        f"files are limited to {limit} bytes (MAX_UPLOAD_BYTES); this one {said}",
+        hint="split the file, or raise MAX_UPLOAD_BYTES on the server "
+        f"(now {limit}; the seed's sync limit is SYNC_MAX_BYTES={settings.sync_max_bytes})",
+    )
+
+
+class Receiving:
+    """A file upload the caller may write, being received: `write` its pieces, then
+    `finish` (placed atomically) or `abort` (nothing changes)."""
+
+    def __init__(self, upload: Upload, settings: BucketSyncSettings, uri: str) -> None:
+        self._upload, self._settings, self._uri = upload, settings, uri
+
+    def write(self, chunk: bytes) -> None:
+        if self._upload.size + len(chunk) > self._settings.max_upload_bytes:
+            self._upload.abort()
+            raise upload_too_large(self._settings)
+        self._upload.write(chunk)
+
+    def finish(self) -> dict[str, Any]:
+        entry = self._upload.commit()
+        return {"uri": self._uri, "size": entry.size, "content_hash": entry.content_hash}
+
+    def abort(self) -> None:
+        self._upload.abort()
+
+
+def _streaming(hub: Hub) -> StreamingStore:
+    store = hub.store
+    if not isinstance(store, StreamingStore):
+        raise NotFound(
+            "this server's store has no /local/buckets file API",
+            hint="in hf mode write your bucket with `hf buckets cp`",
+        )
+    return store
+
+
+def start_put(
+    hub: Hub, authorization: str | None, bucket: str, path: str, *, declared: int | None
+) -> Receiving:
+    """Check the caller may write `path` (and a declared size fits) before a byte is read."""
     caller = bearer_caller(hub, authorization)
     _validate_bucket_id(bucket)
     naming.validate_components(path, allow_dotfiles=True)
@@ -126,10 +178,10 @@ def put(hub: Hub, authorization: str | None, bucket: str, path: str, data: bytes
             f"only {info.creator} (or an admin of {ns}) can write to {bucket}",
             hint="write to your own scratch bucket",
         )
-    if len(data) > hub.settings.max_request_bytes:
-        raise PayloadTooLarge(f"files are limited to {hub.settings.max_request_bytes} bytes")
-    hub.store.write_batch(bucket, Batch(adds=[(path, data)]))
-    return {"uri": f"hf://buckets/{bucket}/{path}", "size": len(data)}
+    if declared is not None and declared > hub.settings.max_upload_bytes:
+        raise upload_too_large(hub.settings, declared)
+    upload = _streaming(hub).upload(bucket, path)
+    return Receiving(upload, hub.settings, f"hf://buckets/{bucket}/{path}")
 
 
 def tree(
@@ -151,14 +203,15 @@ def tree(
     }
 
 
-def get(hub: Hub, authorization: str | None, bucket: str, path: str) -> bytes:
+def get(hub: Hub, authorization: str | None, bucket: str, path: str) -> Iterator[bytes]:
+    """A file's bytes in pieces (a download of gigabytes holds one piece at a time)."""
     caller = bearer_caller(hub, authorization)
     _validate_bucket_id(bucket)
     naming.validate_components(path, allow_dotfiles=True)
     info = _require_bucket(hub, bucket)
     if not _can_read(hub, caller, info):
         raise Forbidden(f"{bucket} is private")
-    data = hub.store.read(bucket, path)
-    if data is None:
+    pieces = _streaming(hub).stream(bucket, path)
+    if pieces is None:
         raise NotFound(f"hf://buckets/{bucket}/{path} does not exist")
-    return data
+    return pieces

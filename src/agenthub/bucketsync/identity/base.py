@@ -39,3 +39,7 @@ class UserAdmin(Identity, Protocol):
     def add_user(self, name: str, *, role: str, email: str | None = None) -> str:
         """Create (or re-key) a user and return the new token."""
         ...
+
+    def revoke_user(self, name: str) -> str | None:
+        """Take `name`'s org role away; return the role it had."""
+        ...

@@ -1,7 +1,8 @@
 """`HfIdentity`: the Identity port on HF `whoami` and the org members API.
 
 Role lookup uses the Space's admin token: a targeted `members?email=…&limit=1` first
-(when the caller's email is known), then a cached full member map (`roles_ttl_s`).
+(when the caller's email is known), then a cached full member map (`roles_ttl_s`). Every
+call runs through `HubCalls`: a deadline, no sleeping, failures become `StorageUnavailable`.
 """
 
 from __future__ import annotations
@@ -10,23 +11,24 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-import huggingface_hub
-from huggingface_hub import constants, get_session
+from huggingface_hub import HfApi, get_session
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils._headers import build_hf_headers
 
-from agenthub.bucketsync.errors import StorageUnavailable, Unauthorized
+from agenthub.bucketsync.errors import Unauthorized
 from agenthub.bucketsync.identity.base import Caller
+from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls
 from agenthub.clock import Clock, SystemClock
 
 EmailLookup = Callable[[str, str, str | None], list[dict[str, Any]]]
 
 
-def members_by_email(org: str, email: str, token: str | None) -> list[dict[str, Any]]:
+def members_by_email(
+    org: str, email: str, token: str | None, *, endpoint: str
+) -> list[dict[str, Any]]:
     """`GET /api/organizations/{org}/members?email=…&limit=1` (not wrapped by the client)."""
     response = get_session().get(
-        f"{constants.ENDPOINT}/api/organizations/{org}/members",
+        f"{endpoint}/api/organizations/{org}/members",
         params={"email": email, "limit": 1},
         headers=build_hf_headers(token=token),
     )
@@ -40,36 +42,40 @@ class HfIdentity:
         self,
         *,
         admin_token: str | None,
+        endpoint: str | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
         api: Any = None,
         email_lookup: EmailLookup | None = None,
         clock: Clock | None = None,
         roles_ttl_s: float = 300.0,
     ) -> None:
-        self._api = api if api is not None else huggingface_hub
-        self._http_error = HfHubHTTPError
+        self._api = api if api is not None else HfApi(endpoint=endpoint, token=admin_token)
+        self._calls = HubCalls(deadline_s=deadline_s)
         self._token = admin_token
-        self._email_lookup = email_lookup or members_by_email
+        self._email_lookup = email_lookup or self._members_by_email
         self._clock = clock or SystemClock()
         self._ttl = roles_ttl_s
         self._lock = threading.Lock()
         self._roles: dict[str, tuple[float, dict[str, str]]] = {}
 
+    def _members_by_email(self, org: str, email: str, token: str | None) -> list[dict[str, Any]]:
+        return members_by_email(org, email, token, endpoint=str(self._api.endpoint))
+
     def whoami(self, token: str) -> Caller:
         if not token:
             raise Unauthorized("no token given", hint="send Authorization: Bearer <hf token>")
-        try:
-            data = self._api.whoami(token=token)
-        except ValueError as exc:
-            raise Unauthorized(f"the token was refused: {exc}") from exc
-        except self._http_error as exc:
-            status = getattr(getattr(exc, "response", None), "status_code", None)
-            if status in (401, 403):
-                raise Unauthorized(
-                    "the hub rejected the token", hint="use a valid HF token (hf auth login)"
-                ) from exc
-            raise StorageUnavailable(f"whoami failed ({status})", hint="retry shortly") from exc
-        except (httpx.HTTPError, OSError) as exc:
-            raise StorageUnavailable(f"whoami failed: {exc}", hint="retry shortly") from exc
+
+        def ask() -> Any:
+            try:
+                return self._api.whoami(token=token)
+            except HfHubHTTPError as exc:
+                if getattr(exc.response, "status_code", None) in (401, 403):
+                    raise Unauthorized(
+                        "the hub rejected the token", hint="use a valid HF token (hf auth login)"
+                    ) from exc
+                raise
+
+        data = self._calls.run("whoami", ask)
         name = data.get("name") if isinstance(data, dict) else None
         if not name:
             raise Unauthorized("the token does not belong to a user")
@@ -83,7 +89,10 @@ class HfIdentity:
     def org_role(self, org: str, user: str, email: str | None = None) -> str | None:
         if email:
             try:
-                hits = self._email_lookup(org, email, self._token)
+                hits = self._calls.run(
+                    f"members of {org} by email",
+                    lambda: self._email_lookup(org, email, self._token),
+                )
             except Exception:
                 hits = None  # the targeted lookup is best effort; fall back to the scan
             if hits:
@@ -98,12 +107,10 @@ class HfIdentity:
             cached = self._roles.get(org)
             if cached is not None and now - cached[0] < self._ttl:
                 return cached[1]
-            try:
-                members = list(self._api.list_organization_members(org, token=self._token))
-            except (self._http_error, httpx.HTTPError, OSError, ValueError) as exc:
-                raise StorageUnavailable(
-                    f"could not list members of {org}", hint="retry shortly"
-                ) from exc
+            members = self._calls.run(
+                f"could not list members of {org}",
+                lambda: list(self._api.list_organization_members(org, token=self._token)),
+            )
             roles = {
                 str(m.username).lower(): str(getattr(m, "role", None) or "member") for m in members
             }

@@ -92,6 +92,13 @@ class LocalIdentity:
             self._stamp = None
         return token
 
+    def revoke_user(self, name: str) -> str | None:
+        """Take `name`'s org role away (see `revoke_user`); returns the role it had."""
+        with self._lock:
+            previous = revoke_user(self._path, name)
+            self._stamp = None
+        return previous
+
 
 _FILE_LOCK = threading.Lock()
 
@@ -154,6 +161,25 @@ def remove_user(path: Path, name: str) -> None:
             raise NotFound(f"user {name!r} does not exist", hint=f"users in {path}: {known}")
         del users[name]
         _replace(path, data)
+
+
+def revoke_user(path: Path, name: str) -> str | None:
+    """Revoke `name`'s org membership (seed §9): the role becomes null, so the token still
+    names the user (their posts stay attributed) but answers as no member. Returns the role
+    the user had."""
+    with _FILE_LOCK:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            data = {"users": {}}
+        users = data.get("users", {})
+        if name not in users:
+            known = ", ".join(sorted(users)) or "none yet"
+            raise NotFound(f"user {name!r} does not exist", hint=f"users in {path}: {known}")
+        previous: str | None = users[name].get("role")
+        users[name]["role"] = None
+        _replace(path, data)
+    return previous
 
 
 def _replace(path: Path, data: object) -> None:

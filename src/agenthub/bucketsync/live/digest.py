@@ -172,7 +172,10 @@ def budgeted(
                 if path in loaded:
                     record = loaded[path]
                     why = ["directive"] if key in pinned else list(reasons.get(key, ()))
-                    yield _item(record, why, _expand(record, key, as_handle, stream_keys))
+                    item = _item(record, why, _expand(record, key, as_handle, stream_keys))
+                    if as_handle is not None and directiveviews.is_directive(record):
+                        item["acked"] = key not in pinned  # listed since the cursor, done
+                    yield item
 
     sources = [
         budget.Source("directives", len(directive_entries), items(directive_entries)),

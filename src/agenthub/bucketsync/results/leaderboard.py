@@ -19,6 +19,7 @@ from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
+from agenthub.bucketsync.results import pins
 from agenthub.bucketsync.results.baseline import is_baseline
 from agenthub.bucketsync.results.verification import verification_index
 from agenthub.bucketsync.storage.base import FileEntry
@@ -47,7 +48,6 @@ class Row:
     method: Any
     description: Any
     baseline: bool = False
-    pin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,18 +56,6 @@ class Ranking:
     considered: int
     excluded: dict[str, int]
     baselines: tuple[Row, ...] = ()
-
-
-def pin_of(fm: Mapping[str, Any]) -> str | None:
-    """The submission pin's hash a result carries (`pin_hash`, or `pin` as a hash or an
-    object with a `hash`/`sha256`), else None."""
-    for key in ("pin_hash", "pin"):
-        value = fm.get(key)
-        if isinstance(value, Mapping):
-            value = value.get("hash") or value.get("sha256") or value.get("manifest_hash")
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def score_of(fm: Mapping[str, Any], score_field: str) -> float | None:
@@ -142,7 +130,6 @@ def rank_sorted(
                 method=entry.frontmatter.get("method"),
                 description=entry.frontmatter.get("description"),
                 baseline=baseline,
-                pin=pin_of(entry.frontmatter),
             )
         )
     return Ranking(
@@ -399,6 +386,7 @@ def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 
 def render_row(hub: Hub, row: Row) -> dict[str, Any]:
     record = registration(hub, row.agent)
+    pinned = pins.read_pin(hub, row.filename)
     return {
         "rank": row.rank,
         "agent": row.agent,
@@ -410,5 +398,7 @@ def render_row(hub: Hub, row: Row) -> dict[str, Any]:
         "timestamp": row.timestamp,
         "description": row.description,
         "baseline": row.baseline,
-        "pin": row.pin,
+        # The same pin `GET /v1/results/{filename}` shows (the server's record of the
+        # submission at promotion), by its manifest hash; null when the result names none.
+        "pin": pinned["manifest_hash"] if pinned is not None else None,
     }

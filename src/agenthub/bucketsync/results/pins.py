@@ -120,14 +120,16 @@ def manifest(located: Located, files: list[FileEntry], *, pinned_at: str) -> dic
     }
 
 
-def pin_for(hub: Hub, author: str, fm: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The pin of a result about to be promoted, or None when it names no locatable
-    submission (the verifier then tells the author how to fix it)."""
-    located, files, _problem = locate_files(hub, author, fm)
+def pin_or_problem(
+    hub: Hub, author: str, fm: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
+    """The pin of a result about to be promoted, or (None, why its submission cannot be
+    located)."""
+    located, files, problem = locate_files(hub, author, fm)
     if located is None:
-        return None
+        return None, problem
     pinned_at = hub.clock.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return manifest(located, files, pinned_at=pinned_at)
+    return manifest(located, files, pinned_at=pinned_at), ""
 
 
 def encode(pin: Mapping[str, Any]) -> bytes:

@@ -4,9 +4,11 @@ Every promoted result is entered as `pending` (`mark_pending`), so an organizer 
 verdicts by hand (seed §9) sees what waits; the verifier (`scoring.verdicts`) or the
 organizer turns entries `valid`/`invalid`. Reads treat an absent entry as `pending` too.
 Every read-modify-write of the file holds the named lock `INDEX_LOCK` (a Redis lock with
-the bus, so across workers) and re-reads the file as stored, never the TTL'd copy: an entry
-is only ever inserted, never overwritten, and an unreadable index is never rewritten (that
-would erase every human verdict).
+the bus, so across workers and machines; an flock on one data directory without it),
+re-reads the file as stored, never the TTL'd copy, and writes it through the lease
+(`core.locks`: a holder whose lease ended is refused, so it cannot put back an index that
+misses the next holder's verdict). An entry is only ever inserted here, never overwritten,
+and an unreadable index is never rewritten (that would erase every human verdict).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def mark_pending(hub: Hub, filename: str) -> bool:
     unreadable index or a failed write is logged, never raised (the verifier and a human
     treat a missing entry as pending all the same)."""
     try:
-        with hub.locks.hold(INDEX_LOCK):
+        with hub.locks.hold(INDEX_LOCK) as lease:
             index = stored_index(hub)
             if index is None:
                 log.error("verification index unreadable; %s not entered as pending", filename)
@@ -74,7 +76,8 @@ def mark_pending(hub: Hub, filename: str) -> bool:
             if filename in index:
                 return False
             index[filename] = PENDING
-            hub.write_central([(VERIFICATION_INDEX, encode_index(index))])
+            body = encode_index(index)
+            lease.write(lambda: hub.write_central([(VERIFICATION_INDEX, body)]))
             return True
     except StorageUnavailable as exc:
         log.warning("could not enter %s as pending: %s", filename, exc.message)

@@ -21,32 +21,85 @@ log = logging.getLogger(__name__)
 RESULT_STATUSES = ("agent-run", "negative")
 
 
-def validate_result(fm: Mapping[str, Any], *, required: list[str], score_field: str) -> None:
-    """Required fields present, the score a positive number, status agent-run|negative."""
+def result_problems(
+    fm: Mapping[str, Any], *, required: list[str], score_field: str
+) -> list[dict[str, str]]:
+    """Every problem of a result's fields (`field`, `message`, `hint`), in field order:
+    required fields present, the score a positive number, status agent-run|negative."""
+    problems: list[dict[str, str]] = []
+
+    def problem(name: str, message: str, hint: str) -> None:
+        problems.append({"field": name, "message": message, "hint": hint})
+
     for name in required:
         if name not in fm or fm[name] is None:
-            raise InvalidFrontmatter(
-                f"result frontmatter is missing {name!r}",
-                hint="required: " + ", ".join(required),
+            problem(
+                name, f"result frontmatter is missing {name!r}", "required: " + ", ".join(required)
             )
-    score = fm[score_field]
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        raise InvalidFrontmatter(
-            f"{score_field!r} must be a number, got {score!r}", hint=f"{score_field}: 0.93"
+    score = fm.get(score_field)
+    if score is None:
+        pass  # reported as missing above when required
+    elif isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        problem(
+            score_field, f"{score_field!r} must be a number, got {score!r}", f"{score_field}: 0.93"
         )
-    if score <= 0:
-        raise InvalidFrontmatter(f"{score_field!r} must be positive, got {score!r}")
+    elif score <= 0:
+        problem(
+            score_field, f"{score_field!r} must be positive, got {score!r}", f"{score_field}: 0.93"
+        )
     status = fm.get("status")
-    if ("status" in required or status is not None) and status not in RESULT_STATUSES:
-        raise InvalidFrontmatter(
-            f"status must be one of {', '.join(RESULT_STATUSES)}, got {status!r}"
+    if status is not None and status not in RESULT_STATUSES:
+        problem(
+            "status",
+            f"status must be one of {', '.join(RESULT_STATUSES)}, got {status!r}",
+            "status: agent-run",
         )
     for name in required:
         if name in (score_field, "status"):
             continue
-        value = fm[name]
+        value = fm.get(name)
         if isinstance(value, str) and not value.strip():
-            raise InvalidFrontmatter(f"{name!r} must not be empty")
+            problem(name, f"{name!r} must not be empty", f"give a value for {name}")
+    return problems
+
+
+def raise_problems(problems: list[dict[str, str]]) -> None:
+    if problems:
+        first = problems[0]
+        raise InvalidFrontmatter(first["message"], hint=first["hint"], problems=problems)
+
+
+def _submission_problem(
+    hub: Hub, author: str, fm: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+    """The pin of the submission the result names, and the problem when it names one that
+    is not there (a typo in `artifacts:` is found now, not by the verifier later). A result
+    that names no submission is accepted: the verifier tells its author if it needs one."""
+    named = [k for k in pins.SUBMISSION_KEYS if fm.get(k) is not None]
+    if not named:
+        return None, []
+    key = named[0]
+    if not isinstance(fm[key], str):
+        got = fm[key]
+        return None, [
+            {
+                "field": key,
+                "message": f"{key!r} must be a folder, got {got!r}",
+                "hint": f"{key}: hf://buckets/{hub.settings.scratch_bucket(author)}/submission/",
+            }
+        ]
+    pin, problem = pins.pin_or_problem(hub, author, fm)
+    if pin is not None:
+        return pin, []
+    sync = f"agenthub buckets sync ./submission hf://buckets/{hub.settings.scratch_bucket(author)}/submission/"
+    return None, [
+        {
+            "field": key,
+            "message": f"{key}: {fm[key]} names no submission: {problem}",
+            "hint": f"upload the submission first ({sync}), or correct {key}: to a folder "
+            "of your scratch bucket that holds it",
+        }
+    ]
 
 
 def promote_result(
@@ -56,18 +109,19 @@ def promote_result(
     source = claim_source(hub, source_uri)
     data = read_source(hub, source, source_uri)
     document = frontmatter.parse_strict(data)
-    validate_result(
+    problems = result_problems(
         document.frontmatter,
         required=hub.settings.result_fields,
         score_field=hub.settings.score_field,
     )
+    pin, submission = _submission_problem(hub, source.agent_id, document.frontmatter)
+    raise_problems(problems + submission)
     fields = gate_baseline(
         hub,
         {k: v for k, v in document.frontmatter.items() if k not in ("agent", "timestamp", "via")},
         source.agent_id,
         authorization,
     )
-    pin = pins.pin_for(hub, source.agent_id, document.frontmatter)
     # The pin goes in the result's batch, ahead of it: a result is never visible without it.
     filename, path = promote_stamped(
         hub,

@@ -2,17 +2,17 @@
 
 Every call passes `namespace` explicitly: without it huggingface_hub calls the rate-limited
 `whoami()` first (hf-api-facts.md §2). Vendor exceptions become `JobLaunchError` (launch)
-or `JobRunnerUnavailable` (everything else).
+or `JobRunnerUnavailable` (everything else); every call runs through `HubCalls` (a
+deadline, no sleeping inside huggingface_hub).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
-import huggingface_hub
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub import HfApi, Volume
 
+from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.runners.base import (
     COMPLETED,
     DELETED,
@@ -27,20 +27,29 @@ from agenthub.bucketsync.runners.base import (
     JobState,
     LaunchedJob,
 )
+from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls
 
 
 class HfJobRunner:
-    """`api` is the `huggingface_hub` module (or anything with the same Jobs functions)."""
+    """Jobs on the Hub at `endpoint` (None: huggingface_hub's default, `HF_ENDPOINT`)."""
 
-    def __init__(self, *, token: str | None, namespace: str, api: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None,
+        namespace: str,
+        endpoint: str | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        api: Any = None,
+    ) -> None:
         self._token = token
         self._namespace = namespace
-        self._api = api if api is not None else huggingface_hub
-        self._http_error: type[Exception] = HfHubHTTPError
+        self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
+        self._calls = HubCalls(deadline_s=deadline_s)
 
     def _volumes(self, spec: JobSpec) -> list[Any]:
         return [
-            self._api.Volume(
+            Volume(
                 type="bucket",
                 source=mount.bucket,
                 mount_path=mount.mount_path,
@@ -52,20 +61,22 @@ class HfJobRunner:
 
     def launch(self, spec: JobSpec) -> LaunchedJob:
         try:
-            info = self._api.run_job(
-                image=spec.image,
-                command=list(spec.command),
-                flavor=spec.flavor,
-                timeout=spec.timeout_s,
-                labels=dict(spec.labels),
-                volumes=self._volumes(spec),
-                namespace=self._namespace,
-                token=self._token,
+            info = self._calls.run(
+                "run_job",
+                lambda: self._api.run_job(
+                    image=spec.image,
+                    command=list(spec.command),
+                    flavor=spec.flavor,
+                    timeout=spec.timeout_s,
+                    labels=dict(spec.labels),
+                    volumes=self._volumes(spec),
+                    namespace=self._namespace,
+                    token=self._token,
+                ),
+                write=True,
             )
-        except (self._http_error, httpx.HTTPError, OSError, ValueError) as exc:
-            raise JobLaunchError(
-                f"HF Jobs refused the launch ({type(exc).__name__}: {exc})"
-            ) from exc
+        except StorageUnavailable as exc:
+            raise JobLaunchError(f"HF Jobs refused the launch ({exc.message})") from exc
         job_id = str(info.id)
         url = (
             getattr(info, "url", None) or f"https://huggingface.co/jobs/{self._namespace}/{job_id}"
@@ -74,9 +85,11 @@ class HfJobRunner:
 
     def _call(self, what: str, fn: Any, **kwargs: Any) -> Any:
         try:
-            return fn(namespace=self._namespace, token=self._token, **kwargs)
-        except (self._http_error, httpx.HTTPError, OSError, ValueError) as exc:
-            raise JobRunnerUnavailable(f"{what} failed ({type(exc).__name__}: {exc})") from exc
+            return self._calls.run(
+                what, lambda: fn(namespace=self._namespace, token=self._token, **kwargs)
+            )
+        except StorageUnavailable as exc:
+            raise JobRunnerUnavailable(f"{what} failed ({exc.message})") from exc
 
     def inspect(self, job_id: str) -> JobState:
         info = self._call("inspect_job", self._api.inspect_job, job_id=job_id)

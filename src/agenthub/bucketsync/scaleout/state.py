@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import redis
 from limits import RateLimitItemPerSecond
@@ -17,10 +18,11 @@ from limits.errors import StorageError
 from limits.storage import RedisStorage
 from limits.strategies import MovingWindowRateLimiter
 from redis.exceptions import LockError
+from redis.lock import Lock
 
 from agenthub.bucketsync.core.dedup import PromotionDedup
 from agenthub.bucketsync.core.limiter import Quota, Rate, report
-from agenthub.bucketsync.core.locks import busy
+from agenthub.bucketsync.core.locks import FileFences, Lease, StaleLease, busy
 from agenthub.bucketsync.errors import AlreadyPromoted, RateLimited, StorageUnavailable
 from agenthub.pids import Holder
 
@@ -28,6 +30,8 @@ from agenthub.pids import Holder
 _PENDING_TTL_S = 120
 # Promoted hashes are remembered for a week: the in-memory LRU's role, bounded by time.
 _PROMOTED_TTL_S = 7 * 24 * 3600
+
+T = TypeVar("T")
 
 
 def _unavailable(exc: Exception) -> StorageUnavailable:
@@ -144,32 +148,76 @@ class RedisStampClaims:
 
 
 class RedisLocks:
-    """Redis locks with a lease (`lease_s`), so a crashed worker cannot hold one forever."""
+    """Redis locks with a lease (`lease_s`), so a crashed worker cannot hold one forever,
+    and a fencing token per acquisition (`INCR` of `{prefix}fence:{name}`); `fences`, when
+    the store is a directory on this machine, refuses a stale token's write atomically with
+    it (`core.locks` explains the whole guarantee)."""
 
-    def __init__(self, client: redis.Redis, prefix: str, *, lease_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str,
+        *,
+        lease_s: float = 120.0,
+        fences: FileFences | None = None,
+    ) -> None:
         self._client = client
         self._prefix = f"{prefix}lock:"
-        self._lease_s = lease_s
+        self._fence_prefix = f"{prefix}fence:"
+        self.lease_s = lease_s
+        self._fences = fences
 
     @contextmanager
-    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[None]:
-        lock = self._client.lock(
-            self._prefix + name, timeout=self._lease_s, blocking_timeout=wait_s
-        )
+    def hold(self, name: str, *, wait_s: float = 30.0) -> Iterator[Lease]:
+        lock = self._client.lock(self._prefix + name, timeout=self.lease_s, blocking_timeout=wait_s)
         try:
             acquired = lock.acquire()
+            token = _count(self._client.incr(self._fence_prefix + name)) if acquired else 0
         except redis.RedisError as exc:
-            raise StorageUnavailable(
-                f"the lock store (Redis) is unavailable: {exc}", hint="retry in a few seconds"
-            ) from exc
+            raise _lock_store_unavailable(exc) from exc
         if not acquired:
             raise busy(name)
         try:
-            yield
+            lease = RedisLease(name, token, lock, self._fences)
+            if self._fences is not None:
+                with self._fences.admit(name, token):
+                    pass  # claimed before anything is read: see core.locks
+            yield lease
         finally:
             # LockError: the lease expired first and the next holder already owns it.
-            with contextlib.suppress(LockError):
+            with contextlib.suppress(LockError, redis.RedisError):
                 lock.release()
+
+
+class RedisLease:
+    """One holding of a `RedisLocks` lock (the `core.locks.Lease` port)."""
+
+    def __init__(self, name: str, token: int, lock: Lock, fences: FileFences | None) -> None:
+        self.name = name
+        self.token = token
+        self._lock = lock
+        self._fences = fences
+
+    def renew(self) -> None:
+        try:
+            self._lock.reacquire()  # a full lease from now, if this holder still owns it
+        except LockError as exc:  # LockNotOwnedError: the lease expired, another holds it
+            raise StaleLease(self.name, self.token) from exc
+        except redis.RedisError as exc:
+            raise _lock_store_unavailable(exc) from exc
+
+    def write(self, write: Callable[[], T]) -> T:
+        self.renew()
+        if self._fences is None:
+            return write()  # bounded: a Hub call's deadline is shorter than the lease
+        with self._fences.admit(self.name, self.token):
+            return write()
+
+
+def _lock_store_unavailable(exc: Exception) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"the lock store (Redis) is unavailable: {exc}", hint="retry in a few seconds"
+    )
 
 
 # KEYS: the gate; ARGV: the holder seen, the new holder, the lease. Replaces one holder only.
@@ -259,3 +307,9 @@ def _text(value: object) -> str | None:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
     return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int:
+    """An integer reply (the sync client's; typed as possibly awaitable)."""
+    assert isinstance(value, int)
+    return value

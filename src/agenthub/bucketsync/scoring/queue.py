@@ -102,12 +102,14 @@ class ScoringQueue:
     @contextmanager
     def edit(self) -> Iterator[State]:
         """Read, change and write the queue under its lock."""
-        with self.hub.locks.hold(LOCK):
+        with self.hub.locks.hold(LOCK) as lease:
             state = self.load()
             yield state
             body = json.dumps(state, indent=1, sort_keys=True).encode()
-            self.hub.store.write_batch(
-                self.hub.settings.audit_bucket, Batch(adds=[(QUEUE_PATH, body)])
+            lease.write(
+                lambda: self.hub.store.write_batch(
+                    self.hub.settings.audit_bucket, Batch(adds=[(QUEUE_PATH, body)])
+                )
             )
 
     def _now(self) -> str:

@@ -8,7 +8,10 @@ lock that serializes check → launch → record.
     JobQuota:         the rule: per agent and per hf_user caps over the last 24h
 
 The ledger is re-read under the lock on every launch, never trusted from memory, because
-another worker may have appended to it. A row with `charging: false` is a run the platform
+another worker may have appended to it, and rewritten through the lock's lease (fenced,
+`core.locks`): a worker whose lease ran out during a slow launch cannot put back a ledger
+that misses the next holder's launch; its row is kept in memory and written with its next
+successful save, like any failed ledger write. A row with `charging: false` is a run the platform
 failed (`platform_error`): it stays in the ledger as a record and counts against no cap.
 """
 
@@ -22,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from agenthub.bucketsync.core.locks import Locks
+from agenthub.bucketsync.core.locks import Lease, Locks
 from agenthub.bucketsync.errors import (
     QuotaBackendUnavailable,
     RateLimited,
@@ -38,7 +41,7 @@ T = TypeVar("T")
 
 
 class QuotaLock(Protocol):
-    def hold(self) -> AbstractContextManager[None]:
+    def hold(self) -> AbstractContextManager[Lease]:
         """Hold the quota lock; raise `QuotaBackendUnavailable` if it cannot be taken."""
         ...
 
@@ -53,16 +56,16 @@ class NamedQuotaLock:
         self._name = name
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
+    def hold(self) -> Iterator[Lease]:
         try:
             held = self._locks().hold(self._name)
-            held.__enter__()
+            lease = held.__enter__()
         except StorageUnavailable as exc:
             raise QuotaBackendUnavailable(
                 f"{exc.message}; nothing was launched", hint="retry in a minute"
             ) from exc
         try:
-            yield
+            yield lease
         finally:
             held.__exit__(None, None, None)
 
@@ -133,9 +136,11 @@ class QuotaLedger:
                 log.warning("ledger line %d is malformed and ignored: %r", number, line[:200])
         return rows
 
-    def save(self, rows: list[LedgerRow]) -> None:
+    def save(self, rows: list[LedgerRow], lease: Lease) -> None:
+        """Rewrite the ledger as the quota lock's holder (`lease`: refused once the lock
+        has passed to another holder, whose rows this write would erase)."""
         body = "".join(row.to_json() + "\n" for row in rows).encode()
-        self._store.write_batch(self._bucket, Batch(adds=[(self.path, body)]))
+        lease.write(lambda: self._store.write_batch(self._bucket, Batch(adds=[(self.path, body)])))
 
 
 @dataclass(frozen=True)
@@ -174,9 +179,9 @@ class JobQuota:
         rows = stored + [r for r in self._unsaved if r.job_id not in known]
         return now, [row for row in rows if now - row.ts < WINDOW]
 
-    def _save(self, rows: list[LedgerRow], *, after: str) -> None:
+    def _save(self, rows: list[LedgerRow], lease: Lease, *, after: str) -> None:
         try:
-            self.ledger.save(rows)
+            self.ledger.save(rows, lease)
             self._unsaved = []
         except Exception as exc:  # the job is running; keep counting it in memory
             self.write_failures += 1
@@ -200,7 +205,7 @@ class JobQuota:
     ) -> tuple[T, Remaining]:
         """Check both caps, call `start()` → (job_id, value), and record the launch, all
         under the lock. Over quota → 429 with Retry-After; a failing `start` is not counted."""
-        with self.lock.hold():
+        with self.lock.hold() as lease:
             now, live = self._window()
             charged = [row for row in live if row.charging]
             by_agent = [row for row in charged if row.agent_id == agent_id]
@@ -219,7 +224,7 @@ class JobQuota:
                     )
             job_id, value = start()
             row = LedgerRow(now, agent_id, hf_user, job_id, status_bucket, run_prefix)
-            self._save([*live, row], after=f"launching {job_id}")
+            self._save([*live, row], lease, after=f"launching {job_id}")
             return value, Remaining(
                 agent=max(0, self.per_agent - len(by_agent) - 1),
                 user=max(0, self.per_user - len(by_user) - 1),
@@ -229,7 +234,7 @@ class JobQuota:
         """Mark `job_id` non-charging (the platform failed it), and record the run that
         retries it, if any, in its place: a retry is the same request, so it is charged as
         that request was, without a second cap check."""
-        with self.lock.hold():
+        with self.lock.hold() as lease:
             _now, live = self._window()
             rows = [
                 replace(row, charging=False, reason=reason) if row.job_id == job_id else row
@@ -237,7 +242,7 @@ class JobQuota:
             ]
             if retried_as is not None:
                 rows.append(retried_as)
-            self._save(rows, after=f"releasing {job_id}")
+            self._save(rows, lease, after=f"releasing {job_id}")
 
     def usage(self, hf_user: str, agent_ids: list[str]) -> dict[str, Any]:
         """What `hf_user` and each of `agent_ids` have left in the window, and when the

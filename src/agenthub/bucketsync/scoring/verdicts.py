@@ -125,8 +125,9 @@ class VerdictBook:
         verdict = str(ledger["verdict"])
         if ledger.get("state") == "deferred":
             return "deferred to a human verdict"
-        # The lock promotions take to enter results as pending: neither write loses the other's.
-        with self.hub.locks.hold(INDEX_LOCK):
+        # The lock promotions take to enter results as pending: neither write loses the
+        # other's, whichever worker or machine makes it (writes are fenced: core.locks).
+        with self.hub.locks.hold(INDEX_LOCK) as lease:
             index = stored_index(self.hub)
             if index is None:
                 log.error("verification index unreadable; %s stays pending for now", filename)
@@ -134,17 +135,20 @@ class VerdictBook:
             current = str(index.get(filename, "pending"))
             if current != "pending" and current != ledger.get("written"):
                 ledger = {**ledger, "state": "deferred", "human_verdict": current}
-                self.save_ledger(filename, ledger)
+                lease.write(lambda: self.save_ledger(filename, ledger))
                 return "deferred to a human verdict"
             if ledger.get("written") != verdict:
                 ledger = {**ledger, "written": verdict}
-                self.save_ledger(filename, ledger)  # intent first: see the module docstring
+                lease.write(lambda: self.save_ledger(filename, ledger))  # intent first
+            before = {str(k): str(v) for k, v in index.items()}
             if current != verdict:
-                before = {str(k): str(v) for k, v in index.items()}
                 index[filename] = verdict
-                self.hub.write_central([(VERIFICATION_INDEX, encode_index(index))])
-                after = {**before, filename: verdict}
-                standings.after_verdict(self.hub, filename, verdict, before=before, after=after)
+                body = encode_index(index)
+                lease.write(lambda: self.hub.write_central([(VERIFICATION_INDEX, body)]))
+        if current != verdict:
+            standings.after_verdict(
+                self.hub, filename, verdict, before=before, after={**before, filename: verdict}
+            )
         if not ledger.get("announced"):
             author = naming.parse_stamped_filename(filename)
             assert author is not None
@@ -182,11 +186,14 @@ class VerdictBook:
     def nudge(self, filename: str, author: str, problem: str) -> None:
         s = self.settings
         body = (
-            f"@{author} your result `{filename}` cannot be verified: {problem}. Name the "
-            "folder that holds your runnable submission in the result's frontmatter, e.g. "
+            f"@{author} your result `{filename}` cannot be verified: {problem}. Put your "
+            "runnable submission in a folder and name it in the result's frontmatter, e.g. "
             f"`artifacts: hf://buckets/{s.scratch_bucket(author)}/submission/` (or an "
             f"`artifacts/{{slug}}_{author}/` folder made by POST /v1/artifacts:sync, or the "
-            "run folder of a POST /v1/jobs:run), then promote the result again.\n"
+            "run folder of a POST /v1/jobs:run). If the result already names that folder, "
+            "upload the submission there and re-submit it with "
+            f"`POST /v1/results/{filename}:reverify` (your Bearer token); otherwise promote "
+            "a new result that names it.\n"
         )
         self.announce(body, refs=[naming.result_path(filename)], kind="verification")
 

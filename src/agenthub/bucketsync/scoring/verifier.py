@@ -16,9 +16,12 @@ set and record a verdict in `results/verification_status.json`.
   at /submission: the exact content promoted, whatever the folder holds later.
 - Verdict and recording: `verdicts.py` (`verdict_for`, `VerdictBook`). A failed job leaves
   the result pending with no announcement; one the platform failed (`platform_error`) goes
-  back to the head of the queue, up to `JOB_PLATFORM_RETRIES` times.
-- `reconcile()` finishes runs whose watcher never reported (a restart) and half-recorded
-  verdicts, through the same code; it is idempotent.
+  back to the head of the queue, up to `JOB_PLATFORM_RETRIES` times, and then the author is
+  told once on the board to re-submit it (`resubmit.py`, `POST
+  /v1/results/{filename}:reverify`), whose charge to the quota is released meanwhile.
+- `reconcile()` finishes runs whose watcher never reported (a restart), half-recorded
+  verdicts, and verdicts the ledger records as written that the index shows as pending
+  (a lost index write), through the same code; it is idempotent.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ from agenthub.bucketsync.storage.base import Batch, read_json_object
 log = logging.getLogger(__name__)
 
 PINNED_PREFIX = "verification_submissions/"
+# What a re-submission adds to the ledger, kept through its run to the verdict.
+RESUBMISSION_KEYS = ("resubmissions", "resubmitted_by", "charge", "previous", "told_to_resubmit")
 
 
 @dataclass
@@ -198,6 +203,41 @@ class Verifier(VerdictBook):
         self._wake.set()
         return "launched" if filename in self.dispatch() else "queued"
 
+    def requeue(
+        self, filename: str, *, agent_id: str, reported: float, fields: dict[str, Any]
+    ) -> str:
+        """Queue `filename` for verification again (a re-submission); returns whether it was
+        launched at once or queued."""
+        self.save_ledger(filename, {"state": "queued", "reported": reported, **fields})
+        self.queue.enqueue(filename, result=filename, agent_id=agent_id, reported=reported)
+        self._wake.set()
+        return "launched" if filename in self.dispatch() else "queued"
+
+    def _platform_failed(self, filename: str, fields: dict[str, Any]) -> None:
+        """The platform failed the verification for good: record it, release a
+        re-submission's charge, and tell the author (once) how to re-submit."""
+        ledger = {**(self.ledger(filename) or {}), **fields, "state": "failed"}
+        ledger["reason"] = PLATFORM_ERROR
+        charge = ledger.get("charge")
+        if charge and not ledger.get("charge_released"):
+            self.jobs.quota.release(str(charge), PLATFORM_ERROR)
+            ledger["charge_released"] = True
+        self.save_ledger(filename, ledger)
+        if ledger.get("told_to_resubmit") == ledger.get("resubmissions", 0):
+            return
+        author = naming.parse_stamped_filename(filename)
+        assert author is not None
+        self.announce(
+            f"@{author[1]} the verification of your result `{filename}` failed on the "
+            f"platform (`{PLATFORM_ERROR}`), not because of your submission; it stays "
+            f"pending. Re-submit it with `POST /v1/results/{filename}:reverify` and your "
+            "Bearer token (MCP tool `reverify_result`); promoting it again would be "
+            "409 ALREADY_PROMOTED.\n",
+            refs=[naming.result_path(filename)],
+            kind="verification",
+        )
+        self.save_ledger(filename, {**ledger, "told_to_resubmit": ledger.get("resubmissions", 0)})
+
     def _unlocatable(self, filename: str, author: str, problem: str) -> None:
         self.nudge(filename, author, problem)
         self.save_ledger(
@@ -215,7 +255,7 @@ class Verifier(VerdictBook):
             return self._launch(filename, entry)
         except Exception:
             log.exception("verification run for %s not launched", filename)
-            self.save_ledger(filename, {"state": "failed", "reason": PLATFORM_ERROR})
+            self._platform_failed(filename, {})
             return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
 
     def _submission(self, filename: str, author: str) -> tuple[Located | None, dict[str, Any]]:
@@ -303,13 +343,13 @@ class Verifier(VerdictBook):
             log.error("verification run for %s not launched: %s", filename, exc.message)
             if int(entry["attempt"]) <= self.jobs.retries:
                 return {"state": QUEUED, "reason": PLATFORM_ERROR}  # the next pass retries
-            self.save_ledger(
-                filename, {"state": "failed", "message": exc.message, "reason": PLATFORM_ERROR}
-            )
+            self._platform_failed(filename, {"message": exc.message})
             return {"state": DONE, "reason": PLATFORM_ERROR, "outcome": "failed"}
+        kept = self.ledger(filename) or {}
         self.save_ledger(
             filename,
             {
+                **{k: kept[k] for k in RESUBMISSION_KEYS if k in kept},
                 "state": "running",
                 "job_id": record.job_id,
                 "job_url": record.job_url,
@@ -345,15 +385,12 @@ class Verifier(VerdictBook):
         if ledger.get("state") in ("decided", "deferred"):
             return self.commit(filename, ledger)
         if state.stage != COMPLETED:
+            failed = {"stage": state.stage, "message": state.message}
+            if failure_reason(state) == PLATFORM_ERROR:
+                self._platform_failed(filename, failed)
+                return "job failed"
             self.save_ledger(
-                filename,
-                {
-                    **ledger,
-                    "state": "failed",
-                    "stage": state.stage,
-                    "message": state.message,
-                    "reason": failure_reason(state),
-                },
+                filename, {**ledger, **failed, "state": "failed", "reason": failure_reason(state)}
             )
             return "job failed"
         return self.record(filename, ledger, self._summary(filename))
@@ -365,9 +402,12 @@ class Verifier(VerdictBook):
 
     # -- offline healing --------------------------------------------------------------------
     def reconcile(self) -> ReconcileReport:
-        """Finish runs that ended without a recorded verdict (idempotent)."""
+        """Finish runs that ended without a recorded verdict, and put back into the index
+        every decided verdict it does not show (a lost write: the author was told the
+        verdict, the leaderboard shows `pending`). Idempotent."""
         report = ReconcileReport()
         audit = self.settings.audit_bucket
+        index = self.index_fresh()
         for entry in self.hub.store.list(audit, LEDGER_PREFIX):
             if not entry.path.endswith("/verdict.json"):
                 continue
@@ -394,8 +434,11 @@ class Verifier(VerdictBook):
                 self.decide(filename, job_state)
                 report.recorded += 1
             elif state == "decided" and not (
-                ledger.get("written") == ledger.get("verdict") and ledger.get("announced")
+                ledger.get("written") == ledger.get("verdict")
+                and ledger.get("announced")
+                and (index is None or index.get(filename, "pending") != "pending")
             ):
+                # `commit` re-reads the index under its lock: a human verdict still wins.
                 self.commit(filename, ledger)
                 report.healed += 1
             else:

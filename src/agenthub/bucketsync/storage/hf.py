@@ -3,8 +3,9 @@
 Facts relied on (hf-api-facts.md): batches are non-transactional (a `BucketBatchError`
 lists the failed paths after the rest were applied); tree prefixes match lexically, so
 results are filtered to whole path components here; `BucketNotFoundError` only comes from
-`/api/buckets/` 404s. Every other hub failure becomes a retryable `StorageUnavailable`,
-never a 500 and never a false "not found".
+`/api/buckets/` 404s. Every call runs through `HubCalls` (a deadline, no sleeping inside
+huggingface_hub, every vendor failure a retryable `StorageUnavailable`), never a 500 and
+never a false "not found".
 """
 
 from __future__ import annotations
@@ -16,57 +17,41 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
-import huggingface_hub
-from huggingface_hub.errors import (
-    BucketBatchError,
-    BucketNotFoundError,
-    EntryNotFoundError,
-    HfHubHTTPError,
-)
+from huggingface_hub import HfApi
+from huggingface_hub.errors import BucketBatchError, BucketNotFoundError, EntryNotFoundError
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
 
 T = TypeVar("T")
 
 
 class HfBucketStore:
-    """`api` is the `huggingface_hub` module (or anything with the same bucket functions)."""
+    """Buckets on the Hub at `endpoint` (None: huggingface_hub's default, `HF_ENDPOINT`)."""
 
-    def __init__(self, *, token: str | None, api: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None,
+        endpoint: str | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        api: Any = None,
+    ) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
         self._token = token
-        self._api = api if api is not None else huggingface_hub
-        self._not_found: type[Exception] = BucketNotFoundError
-        self._entry_missing: type[Exception] = EntryNotFoundError
-        self._batch_error: type[Exception] = BucketBatchError
-        self._http_error: type[Exception] = HfHubHTTPError
+        self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
+        self._calls = HubCalls(deadline_s=deadline_s)
+        bound_xet_session(deadline_s)
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except StorageUnavailable:
-            raise
-        except self._batch_error as exc:
-            failures = getattr(exc, "failures", [])
-            failed = ", ".join(str(f.get("path")) for f in failures[:5])
-            raise PartialWrite(
-                f"{what}: the hub applied the batch only in part (failed: {failed})",
-                failed=[str(f.get("path")) for f in failures],
-                hint="retry; writes are idempotent by path",
-            ) from exc
-        except (self._http_error, httpx.HTTPError, OSError, ValueError, KeyError) as exc:
-            raise StorageUnavailable(
-                f"{what}: the hub request failed ({type(exc).__name__}: {exc})",
-                hint="retry in a few seconds",
-            ) from exc
+    def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+        return self._calls.run(what, fn, write=write)
 
     def info(self, bucket: str) -> BucketInfo | None:
         def get() -> BucketInfo | None:
             try:
                 raw = self._api.bucket_info(bucket, token=self._token)
-            except self._not_found:
+            except BucketNotFoundError:
                 return None
             created = getattr(raw, "created_at", None) or datetime.now(UTC)
             # The Hub reports no per-user creator for org buckets (an `author` extra key, when
@@ -85,6 +70,7 @@ class HfBucketStore:
             lambda: self._api.create_bucket(
                 bucket, private=private, exist_ok=True, token=self._token
             ),
+            write=True,
         )
         info = self.info(bucket)
         if info is None:
@@ -102,7 +88,7 @@ class HfBucketStore:
                         bucket, prefix=folder or None, recursive=recursive, token=self._token
                     )
                 )
-            except self._not_found as exc:
+            except BucketNotFoundError as exc:
                 raise StorageUnavailable(
                     f"bucket {bucket} does not exist", hint="check CENTRAL_BUCKET/AUDIT_BUCKET"
                 ) from exc
@@ -133,7 +119,7 @@ class HfBucketStore:
                         raise_on_missing_files=True,
                         token=self._token,
                     )
-                except (self._not_found, self._entry_missing):
+                except (BucketNotFoundError, EntryNotFoundError):
                     return None
                 return target.read_bytes() if target.exists() else None
 
@@ -144,38 +130,48 @@ class HfBucketStore:
             return {}
 
         def fetch() -> dict[str, bytes]:
+            try:
+                # Asking paths-info here (what download_bucket_files would ask) leaves the
+                # absent paths out without its per-file "not found" warnings.
+                found = list(self._api.get_bucket_paths_info(bucket, paths, token=self._token))
+            except BucketNotFoundError:
+                return {}
             with tempfile.TemporaryDirectory(prefix="bucketsync-") as tmp:
                 targets = {
-                    path: Path(tmp) / hashlib.sha256(path.encode()).hexdigest() for path in paths
+                    info.path: Path(tmp) / hashlib.sha256(info.path.encode()).hexdigest()
+                    for info in found
                 }
-                try:
-                    self._api.download_bucket_files(
-                        bucket,
-                        [(path, str(target)) for path, target in targets.items()],
-                        raise_on_missing_files=False,
-                        token=self._token,
-                    )
-                except self._not_found:
-                    return {}
-                return {
-                    path: target.read_bytes() for path, target in targets.items() if target.exists()
-                }
+                self._api.download_bucket_files(
+                    bucket,
+                    [(info, str(targets[info.path])) for info in found],
+                    token=self._token,
+                )
+                return {path: target.read_bytes() for path, target in targets.items()}
 
         return self._call(f"download {len(paths)} files from {bucket}", fetch)
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
         if not len(batch):
             return
-        self._call(
-            f"batch write to {bucket}",
-            lambda: self._api.batch_bucket_files(
-                bucket,
-                add=[(data, path) for path, data in batch.adds] or None,
-                copy=[
-                    ("bucket", src, content_hash, dest) for src, content_hash, dest in batch.copies
-                ]
-                or None,
-                delete=list(batch.deletes) or None,
-                token=self._token,
-            ),
-        )
+        what = f"batch write to {bucket}"
+
+        def send() -> None:
+            try:
+                self._api.batch_bucket_files(
+                    bucket,
+                    add=[(data, path) for path, data in batch.adds] or None,
+                    copy=[("bucket", src, digest, dest) for src, digest, dest in batch.copies]
+                    or None,
+                    delete=list(batch.deletes) or None,
+                    token=self._token,
+                )
+            except BucketBatchError as exc:
+                failures = exc.failures
+                failed = ", ".join(str(f.get("path")) for f in failures[:5])
+                raise PartialWrite(
+                    f"{what}: the hub applied the batch only in part (failed: {failed})",
+                    failed=[str(f.get("path")) for f in failures],
+                    hint="retry; writes are idempotent by path",
+                ) from exc
+
+        self._call(what, send, write=True)

@@ -8,25 +8,57 @@ An object whose last bucket file is replaced or deleted is removed with it (its 
 drops to 1: only `objects/` holds it); `sweep()` removes what a crash or an earlier version
 left behind — such objects, and `.tmp-{pid}-…` files of processes that are gone. `append`
 grows a file in place (the audit log), detached from its object first.
+
+`read_versioned`/`write_if` (the `ConditionalStore` capability) take an exclusive `flock`
+on `locks/{sha256(bucket/path)}` around the compare and the write, so processes sharing
+the data directory are serialized too; the version is the content's sha256.
+
+`upload` takes a file of any size in pieces: they go to a `.tmp-{pid}-up-…` file in the
+bucket's directory (outside `files/`, so listings never see it) and are hashed as they
+arrive; `commit` renames the temp file into `objects/` and links the path to it, like a
+batch add, so memory stays bounded by one piece. Hashing a file for a listing and copying
+on a filesystem without hard links read in pieces too; `stream` serves a file the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from agenthub import pids
-from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
-from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.storage.base import (
+    Batch,
+    BucketInfo,
+    FileEntry,
+    Versioned,
+    bucket_parts,
+    file_parts,
+)
+from agenthub.bucketsync.storage.diskfiles import (
+    PIECE,
+    atomic_copy,
+    atomic_write,
+    fsync_dir,
+    hash_file,
+    make_parent,
+    pieces,
+    read_file,
+    temp_beside,
+    write_fd,
+)
+from agenthub.bucketsync.storage.localupload import LocalUpload
 from agenthub.clock import Clock, SystemClock
 
 _META = "bucket.json"
@@ -39,41 +71,6 @@ _STRIPES = 64
 class SweepReport:
     objects_removed: int
     temps_removed: int
-
-
-def _bucket_parts(bucket: str) -> tuple[str, str]:
-    ns, _, name = bucket.partition("/")
-    for part in (ns, name):
-        if not part or part in (".", "..") or "/" in part or part.startswith("."):
-            raise InvalidPath(f"bucket id {bucket!r} must look like 'namespace/name'")
-    return ns, name
-
-
-def _make_parent(path: str) -> str:
-    """Create `path`'s directory if it is missing; returns it."""
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        os.makedirs(parent, exist_ok=True)
-    return parent
-
-
-def _temp_beside(path: str) -> str:
-    head, name = os.path.split(path)
-    return os.path.join(head, f".tmp-{os.getpid()}-{threading.get_ident()}-{name}")
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
-
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class LocalBucketStore:
@@ -97,15 +94,12 @@ class LocalBucketStore:
     def _bucket_dir(self, bucket: str) -> str:
         directory = self._bucket_dirs.get(bucket)
         if directory is None:
-            ns, name = _bucket_parts(bucket)
+            ns, name = bucket_parts(bucket)
             directory = self._bucket_dirs[bucket] = os.path.join(self._root, "buckets", ns, name)
         return directory
 
     def _file_path(self, bucket: str, path: str) -> str:
-        parts = path.split("/")
-        if any(p in ("", ".", "..") for p in parts) or path.startswith("/"):
-            raise InvalidPath(f"path {path!r} is not a plain relative path")
-        return os.path.join(self._bucket_dir(bucket), "files", *parts)
+        return os.path.join(self._bucket_dir(bucket), "files", *file_parts(path))
 
     def _require(self, bucket: str) -> None:
         """A write's check that its bucket exists (one stat, not a parse of its metadata)."""
@@ -141,7 +135,9 @@ class LocalBucketStore:
             "private": private,
             "created_at": self._clock.now().isoformat(),
         }
-        self._atomic_write(os.path.join(directory, _META), json.dumps(meta).encode())
+        atomic_write(
+            os.path.join(directory, _META), json.dumps(meta).encode(), durable=self._durable
+        )
         info = self.info(bucket)
         assert info is not None
         return info
@@ -179,7 +175,7 @@ class LocalBucketStore:
 
     def read(self, bucket: str, path: str) -> bytes | None:
         try:
-            return _read(self._file_path(bucket, path))
+            return read_file(self._file_path(bucket, path))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
@@ -221,7 +217,7 @@ class LocalBucketStore:
             raise StorageUnavailable(f"write to {bucket} failed: {exc}") from exc
         finally:
             for directory in dirty:
-                _fsync_dir(directory)
+                fsync_dir(directory)
 
     def append(self, bucket: str, path: str, data: bytes) -> None:
         """Append in place: O(len(data)), however long the file already is."""
@@ -229,11 +225,91 @@ class LocalBucketStore:
         target = self._file_path(bucket, path)
         try:
             with self._append_lock:
-                _make_parent(target)
+                make_parent(target)
                 self._detach(target)
-                self._write(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), data)
+                write_fd(
+                    os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+                    data,
+                    durable=self._durable,
+                )
         except OSError as exc:
             raise StorageUnavailable(f"append to {bucket}/{path} failed: {exc}") from exc
+
+    def read_versioned(self, bucket: str, path: str) -> Versioned | None:
+        data = self.read(bucket, path)
+        return None if data is None else Versioned(data, hashlib.sha256(data).hexdigest())
+
+    def write_if(self, bucket: str, path: str, data: bytes, *, version: str | None) -> str | None:
+        self._file_path(bucket, path)  # refuse a bad path before taking anything
+        key = hashlib.sha256(f"{bucket}/{path}".encode()).hexdigest()
+        lock_path = os.path.join(self._root, "locks", key[:2], key)
+        make_parent(lock_path)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released with the descriptor
+            current = self.read_versioned(bucket, path)
+            if (None if current is None else current.version) != version:
+                return None
+            self.write_batch(bucket, Batch(adds=[(path, data)]))
+            return hashlib.sha256(data).hexdigest()
+        except OSError as exc:
+            raise StorageUnavailable(f"conditional write to {bucket}/{path} failed: {exc}") from exc
+        finally:
+            os.close(fd)
+
+    def upload(self, bucket: str, path: str) -> LocalUpload:
+        """Start receiving `path` in pieces (`StreamingStore`)."""
+        self._require(bucket)
+        self._file_path(bucket, path)  # refuse a bad path before any byte is received
+        temp = os.path.join(self._bucket_dir(bucket), f".tmp-{os.getpid()}-up-{uuid.uuid4().hex}")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot receive {bucket}/{path}: {exc}") from exc
+        return LocalUpload(
+            f"{bucket}/{path}",
+            temp,
+            fd,
+            place=lambda content_hash: self._place_upload(bucket, path, temp, content_hash),
+            durable=self._durable,
+        )
+
+    def stream(self, bucket: str, path: str, *, chunk_size: int = PIECE) -> Iterator[bytes] | None:
+        """A file's bytes in pieces, or None if absent (`StreamingStore`). The open handle
+        keeps reading the content it opened: a replacement is a rename, never a rewrite."""
+        try:
+            handle = open(self._file_path(bucket, path), "rb")  # noqa: SIM115 - closed by pieces()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as exc:
+            raise StorageUnavailable(f"could not read {bucket}/{path}: {exc}") from exc
+        return pieces(handle, chunk_size)
+
+    def _place_upload(self, bucket: str, dest: str, temp: str, content_hash: str) -> FileEntry:
+        """Move a received temp file into `objects/` (or drop it when the object exists) and
+        link `dest` to it, under the hash's stripe as a batch add is."""
+        dirty: set[str] = set()
+        try:
+            with self._stripe(content_hash):
+                target = self._object_path(content_hash)
+                if os.path.exists(target):
+                    os.unlink(temp)
+                else:
+                    parent = make_parent(target)
+                    os.replace(temp, target)
+                    if self._durable:
+                        dirty.add(parent)
+                replaced = self._link_object(bucket, content_hash, dest, dirty)
+            self._release(replaced)
+            st = os.stat(self._file_path(bucket, dest))
+        except OSError as exc:
+            raise StorageUnavailable(f"write to {bucket}/{dest} failed: {exc}") from exc
+        finally:
+            for directory in dirty:
+                fsync_dir(directory)
+        with self._hash_lock:
+            self._hashes[(st.st_ino, st.st_mtime_ns, st.st_size)] = content_hash
+        return FileEntry(path=dest, size=st.st_size, content_hash=content_hash)
 
     def sweep(self, *, min_age_s: float = 60.0) -> SweepReport:
         """Remove objects no bucket file links to and temp files of dead processes, both
@@ -272,8 +348,7 @@ class LocalBucketStore:
         with self._hash_lock:
             content_hash = self._hashes.get(key)
         if content_hash is None:
-            with open(path, "rb") as handle:
-                content_hash = hashlib.sha256(handle.read()).hexdigest()
+            content_hash = hash_file(path)
             with self._hash_lock:
                 self._hashes[key] = content_hash
         relative = path[len(os.fspath(base)) + 1 :].replace(os.sep, "/")
@@ -288,7 +363,7 @@ class LocalBucketStore:
     def _store_object(self, data: bytes, content_hash: str) -> None:
         target = self._object_path(content_hash)
         if not os.path.exists(target):
-            self._atomic_write(target, data)
+            atomic_write(target, data, durable=self._durable)
 
     def _last_reference(self, target: str) -> str | None:
         """The object hash of `target` if `target` is its only bucket file (link count 2:
@@ -302,7 +377,7 @@ class LocalBucketStore:
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         with self._hash_lock:
             known = self._hashes.get(key)
-        return known or hashlib.sha256(_read(target)).hexdigest()
+        return known or hash_file(target)
 
     def _release(self, content_hash: str | None) -> None:
         if content_hash is None:
@@ -320,7 +395,7 @@ class LocalBucketStore:
         except FileNotFoundError:
             return
         if linked:
-            self._atomic_write(target, _read(target))
+            atomic_copy(target, target, durable=self._durable)
             self._release(last)
 
     def _walk(self, root: Path, *, temps_only: bool = False) -> Iterator[Path]:
@@ -359,46 +434,20 @@ class LocalBucketStore:
         if not os.path.exists(source):
             raise StorageUnavailable(f"no object with hash {content_hash} to copy")
         target = self._file_path(bucket, dest)
-        parent = _make_parent(target)
+        parent = make_parent(target)
         last = self._last_reference(target)
         if last == content_hash:
             return None  # already this content
-        tmp = _temp_beside(target)
+        tmp = temp_beside(target)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         try:
             os.link(source, tmp)
         except OSError:
             # Filesystems without hard links: fall back to a copied file.
-            self._atomic_write(target, _read(source))
+            atomic_copy(source, target, durable=self._durable)
             return None
         os.replace(tmp, target)
         if self._durable:
             dirty.add(parent)
         return last
-
-    def _write(self, fd: int, data: bytes) -> None:
-        """Write all of `data` to `fd` (fsynced when durable) and close it."""
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self._durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _atomic_write(self, target: str, data: bytes) -> None:
-        parent = _make_parent(target)
-        # Named for this process and thread (`sweep` knows the pattern): one thread writes
-        # one file at a time, so the name is free, whatever else writes the same target.
-        tmp = _temp_beside(target)
-        try:
-            self._write(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), data)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        if self._durable:
-            _fsync_dir(parent)
