@@ -11,7 +11,9 @@ import re
 import secrets
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from agenthub.bucketsync.errors import (
     Conflict,
@@ -148,8 +150,10 @@ def list_users(path: Path) -> dict[str, dict[str, str | None]]:
     }
 
 
-def remove_user(path: Path, name: str) -> None:
-    """Delete a user from the token file: its token stops working at the next request."""
+@contextlib.contextmanager
+def _editing_user(path: Path, name: str) -> Iterator[dict[str, Any]]:
+    """The token file's users, `name` known to be among them, under the file lock; the
+    file is written back when the block ends without an exception."""
     with _FILE_LOCK:
         try:
             data = json.loads(path.read_text("utf-8"))
@@ -159,26 +163,23 @@ def remove_user(path: Path, name: str) -> None:
         if name not in users:
             known = ", ".join(sorted(users)) or "none yet"
             raise NotFound(f"user {name!r} does not exist", hint=f"users in {path}: {known}")
-        del users[name]
+        yield users
         _replace(path, data)
+
+
+def remove_user(path: Path, name: str) -> None:
+    """Delete a user from the token file: its token stops working at the next request."""
+    with _editing_user(path, name) as users:
+        del users[name]
 
 
 def revoke_user(path: Path, name: str) -> str | None:
     """Revoke `name`'s org membership (seed §9): the role becomes null, so the token still
     names the user (their posts stay attributed) but answers as no member. Returns the role
     the user had."""
-    with _FILE_LOCK:
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
-            data = {"users": {}}
-        users = data.get("users", {})
-        if name not in users:
-            known = ", ".join(sorted(users)) or "none yet"
-            raise NotFound(f"user {name!r} does not exist", hint=f"users in {path}: {known}")
+    with _editing_user(path, name) as users:
         previous: str | None = users[name].get("role")
         users[name]["role"] = None
-        _replace(path, data)
     return previous
 
 
