@@ -66,7 +66,8 @@ def test_a_refusing_hub_is_storage_unavailable_at_once(
     hub.put(B, "a.md", b"hello")
     with hub.refusing():
         started = time.monotonic()
-        with pytest.raises(StorageUnavailable, match="Connect"):
+        # Refused at connect, or a kept-alive connection dropped as the listener closed.
+        with pytest.raises(StorageUnavailable, match=r"Connect|disconnected"):
             _calls(store)[call]()  # type: ignore[operator]
     assert time.monotonic() - started < 1
 
