@@ -209,6 +209,13 @@ class FileFences:
         finally:
             os.close(fd)
 
+    def claim(self, name: str, token: int) -> None:
+        """Record `token` as the newest holder of `name` at once, before the holder reads
+        anything, so a stale holder's later write is refused (`StaleLease` if `token` is
+        already stale)."""
+        with self.admit(name, token):
+            return
+
 
 class Leased:
     """`inner` locks whose lease (`lease_s`) bounds every backend call made while one is

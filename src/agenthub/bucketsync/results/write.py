@@ -36,14 +36,14 @@ def result_problems(
             problem(
                 name, f"result frontmatter is missing {name!r}", "required: " + ", ".join(required)
             )
-    score = fm.get(score_field)
-    if score is None:
-        pass  # reported as missing above when required
-    elif isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+    score = fm.get(score_field)  # a missing score is reported above, when it is required
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    ):
         problem(
             score_field, f"{score_field!r} must be a number, got {score!r}", f"{score_field}: 0.93"
         )
-    elif score <= 0:
+    elif score is not None and score <= 0:
         problem(
             score_field, f"{score_field!r} must be positive, got {score!r}", f"{score_field}: 0.93"
         )

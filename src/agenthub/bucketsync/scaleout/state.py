@@ -180,8 +180,7 @@ class RedisLocks:
         try:
             lease = RedisLease(name, token, lock, self._fences)
             if self._fences is not None:
-                with self._fences.admit(name, token):
-                    pass  # claimed before anything is read: see core.locks
+                self._fences.claim(name, token)
             yield lease
         finally:
             # LockError: the lease expired first and the next holder already owns it.
