@@ -55,6 +55,21 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
         time.sleep(0.1)
 
 
+def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `bucketsync serve` subprocess of these tests on `data_dir`
+    (local storage unless `extra` says otherwise)."""
+    return {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "ORG": ORG,
+        "COLLAB_SLUG": SLUG,
+        "AUDIT_BUCKET": "acme-admin/chal-audit",
+        "BUCKETSYNC_DATA_DIR": str(data_dir),
+        "BUCKETSYNC_STORAGE": "local",
+        **extra,
+    }
+
+
 class HttpWorld(World):
     def __init__(self, base: str, identity: LocalIdentity) -> None:
         super().__init__(httpx.Client(base_url=base, timeout=30), None, identity)  # type: ignore[arg-type]
@@ -65,16 +80,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[HttpWorld, HttpWorld]]:
     url = require_redis()
     prefix = unique_prefix()
     data = tmp_path / "data"
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "ORG": ORG,
-        "COLLAB_SLUG": SLUG,
-        "AUDIT_BUCKET": "acme-admin/chal-audit",
-        "BUCKETSYNC_DATA_DIR": str(data),
-        "BUCKETSYNC_BUS_URL": url,
-        "BUCKETSYNC_BUS_PREFIX": prefix,
-    }
+    env = serve_env(data, BUCKETSYNC_BUS_URL=url, BUCKETSYNC_BUS_PREFIX=prefix)
     first, base_a = serve(env, tmp_path / "a.log")
     processes = [first]
     try:

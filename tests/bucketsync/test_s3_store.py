@@ -5,7 +5,6 @@ separate data directories sharing one S3 bucket."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -28,8 +27,8 @@ from agenthub.bucketsync.storage.base import (
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
 from agenthub.clock import FrozenClock
-from tests.bucketsync.conftest import ORG, SLUG, World, make_settings
-from tests.bucketsync.test_multiworker import SRC, HttpWorld, serve
+from tests.bucketsync.conftest import ORG, World, make_settings
+from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 from tests.support.s3server import KEY_ID, REGION, SECRET, S3Server, running_s3
 
@@ -279,17 +278,9 @@ def test_two_processes_with_separate_data_dirs_share_one_s3_bucket(
                 # Identity is still a file per host: the second host gets a copy of it.
                 data.mkdir(parents=True)
                 shutil.copy(first_users, data / "users.json")
-            env = {
-                **os.environ,
-                "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                "ORG": ORG,
-                "COLLAB_SLUG": SLUG,
-                "AUDIT_BUCKET": "acme-admin/chal-audit",
-                "BUCKETSYNC_DATA_DIR": str(data),
-                "BUCKETSYNC_BUS_URL": url,
-                "BUCKETSYNC_BUS_PREFIX": prefix,
-                **s3.env(bucket),
-            }
+            env = serve_env(
+                data, BUCKETSYNC_BUS_URL=url, BUCKETSYNC_BUS_PREFIX=prefix, **s3.env(bucket)
+            )
             process, base = serve(env, tmp_path / f"{name}.log")
             processes.append(process)
             world = HttpWorld(base, LocalIdentity(data / "users.json", org=ORG))

@@ -15,7 +15,7 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, SLUG, World, make_settings
-from tests.bucketsync.test_multiworker import SRC, serve
+from tests.bucketsync.test_multiworker import serve, serve_env
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -44,15 +44,7 @@ def test_a_1_gib_file_is_uploaded_and_downloaded_by_a_server_within_a_memory_bou
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
-    env = {
-        **os.environ,
-        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "ORG": ORG,
-        "COLLAB_SLUG": SLUG,
-        "AUDIT_BUCKET": "acme-admin/chal-audit",
-        "BUCKETSYNC_DATA_DIR": str(data),
-        "BUCKETSYNC_STORAGE": "local",
-    }
+    env = serve_env(data)
     process, base = serve(env, tmp_path / "server.log")
     try:
         token = LocalIdentity(data / "users.json", org=ORG).add_user("alice", role="contributor")

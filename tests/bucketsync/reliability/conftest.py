@@ -3,7 +3,6 @@ environment of a local-mode `agenthub bucketsync serve`."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -13,8 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.bucketsync.conftest import ORG, SLUG
-from tests.bucketsync.test_multiworker import SRC, free_port
+from tests.bucketsync.test_multiworker import free_port
 from tests.support.databases import services_required
 
 
@@ -70,16 +68,3 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
         yield server
     finally:
         server.stop()
-
-
-def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "ORG": ORG,
-        "COLLAB_SLUG": SLUG,
-        "AUDIT_BUCKET": "acme-admin/chal-audit",
-        "BUCKETSYNC_DATA_DIR": str(data_dir),
-        "BUCKETSYNC_STORAGE": "local",
-        **extra,
-    }

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.identity.local import LocalIdentity
 from tests.bucketsync.conftest import ORG, World, make_settings
-from tests.bucketsync.reliability.conftest import PrivateRedis, serve_env
-from tests.bucketsync.test_multiworker import free_port
+from tests.bucketsync.reliability.conftest import PrivateRedis
+from tests.bucketsync.test_multiworker import free_port, serve_env
 
 
 @pytest.mark.parametrize("workers", [1, 2])

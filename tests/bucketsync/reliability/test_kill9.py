@@ -17,8 +17,7 @@ import httpx
 
 from agenthub.bucketsync.identity.local import LocalIdentity
 from tests.bucketsync.conftest import ORG
-from tests.bucketsync.reliability.conftest import serve_env
-from tests.bucketsync.test_multiworker import HttpWorld, serve
+from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env
 
 AGENTS = [f"agent-{i}" for i in range(1, 9)]
 PER_AGENT = 4

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.bucketsync.conftest import ORG, SLUG
-from tests.bucketsync.reliability.conftest import serve_env
 from tests.bucketsync.reliability.processes import Burners, ServeProcess
-from tests.bucketsync.test_multiworker import free_port
+from tests.bucketsync.test_multiworker import free_port, serve_env
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
 # Generous: the suite shares two cores with other work; the figure at load 10 is in

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from tests.bucketsync.conftest import SLUG
-from tests.bucketsync.reliability.conftest import serve_env
 from tests.bucketsync.reliability.processes import ServeProcess
+from tests.bucketsync.test_multiworker import serve_env
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
 pytestmark = pytest.mark.redis

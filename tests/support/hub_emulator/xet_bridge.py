@@ -15,6 +15,7 @@ fails the way hf_xet does: errors surface as `RuntimeError`, after one attempt b
 from __future__ import annotations
 
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ class _Handle:
         return _UploadResult(self.info)
 
 
-class _Transfer:
+class _Transfer(ABC):
     """What an upload commit and a download group share: a token, then CAS requests."""
 
     def __init__(self, session: BridgeSession, refresh_url: str, headers: dict[str, str]) -> None:
@@ -71,8 +72,9 @@ class _Transfer:
         if kind is None:
             self.transfer()
 
+    @abstractmethod
     def transfer(self) -> None:
-        raise NotImplementedError
+        """Move the bytes (an upload's commit, a download group's reads)."""
 
 
 class _UploadCommit(_Transfer):
