@@ -22,7 +22,7 @@ from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
-from agenthub.bucketsync.board import journal
+from agenthub.bucketsync.core import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters

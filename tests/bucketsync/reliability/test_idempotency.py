@@ -5,12 +5,15 @@ promotion dedup."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.board import journal
+from agenthub.bucketsync.core import journal
+from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.base import Batch
@@ -174,3 +177,72 @@ def test_a_refusing_audit_bucket_never_fails_a_post(world: World) -> None:
     assert post(world, "k-1")[0] == 201
     assert len(board(world)) == 1
     assert world.hub.audit.failures >= 1
+
+
+RESULT = "---\nscore: 0.9\nmethod: m\nstatus: agent-run\ndescription: d\n---\nran it\n"
+
+
+class Killed(Exception):
+    """The process dying between a result's record and its answer being recorded."""
+
+
+def result_killed_before_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """POST a result with key r-1 whose process 'dies' right after the record, audit row
+    and dedup landed, before the journal completes (the answer is not recorded); returns
+    the source URI to retry with."""
+    with restarted(tmp_path) as client:
+        world = World(client, client.app.state.hub, client.app.state.hub.identity)  # type: ignore[attr-defined]
+        world.agent("agent-1")
+        assert world.put("agent-1", "r.md", RESULT).status_code == 201
+        uri = world.uri("agent-1", "r.md")
+
+        begin = journal.begin
+
+        def die(hub: Hub, entry: journal.Entry) -> None:
+            # This process lives on: its entry is made to name one that has ended.
+            begin(hub, replace(entry, pid=1 << 22, holder=""))
+            raise Killed
+
+        with monkeypatch.context() as patched:
+            patched.setattr(journal, "complete", die)
+            with pytest.raises(Killed):
+                client.post("/v1/results", json={"source": uri}, headers={"Idempotency-Key": "r-1"})
+        assert results(world.hub)
+    return uri
+
+
+def results(hub: Hub) -> list[str]:
+    return [f.path for f in hub.store.list(hub.central, "results/") if f.path.endswith(".md")]
+
+
+def results_after_restart(tmp_path: Path, uri: str) -> tuple[int, dict[str, object], list[str]]:
+    with restarted(tmp_path) as client:
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        retry = client.post("/v1/results", json={"source": uri}, headers={"Idempotency-Key": "r-1"})
+        return retry.status_code, retry.json(), results(hub)
+
+
+def test_a_result_whose_answer_a_crash_lost_is_replayed_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = result_killed_before_its_answer(tmp_path, monkeypatch)
+
+    status, body, stored = results_after_restart(tmp_path, uri)
+
+    assert status == 201, body
+    assert stored == [f"results/{body['filename']}"]
+    assert body == {"filename": body["filename"], "via": "bucket", "path": stored[0]}
+
+
+def test_broken_variant_an_unjournaled_result_is_not_answered_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without its journal entry (results before issue 31) the same crash leaves nothing
+    to answer the retry with: it runs again and promotes the result a second time."""
+    monkeypatch.setattr(journal, "begin", lambda _hub, _entry: None)
+    uri = result_killed_before_its_answer(tmp_path, monkeypatch)
+    monkeypatch.undo()
+
+    status, _body, stored = results_after_restart(tmp_path, uri)
+
+    assert (status, len(stored)) != (201, 1)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agenthub.bucketsync.board import journal, reach
+from agenthub.bucketsync.board import reach
 from agenthub.bucketsync.channels import write as channels
-from agenthub.bucketsync.core import frontmatter, idempotency, mentions, naming
+from agenthub.bucketsync.core import frontmatter, idempotency, journal, mentions, naming
 from agenthub.bucketsync.core.access import (
     bearer_caller,
     is_registered,
@@ -249,7 +249,7 @@ def publish(
     )
     # One batch, the board file last (not transactional on HF: a half-applied batch never
     # shows a board message whose fan-out is missing). The journal entry written first lets
-    # the next start roll back derived files whose board file never landed (board.journal).
+    # the next start roll back derived files whose board file never landed (core.journal).
     derived = [(naming.inbox_path(handle, filename), data) for handle in recipients]
     if draft.broadcast:
         derived.append((naming.broadcast_path(filename), data))

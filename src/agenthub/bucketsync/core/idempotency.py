@@ -6,8 +6,9 @@ An attempt is named by the key and the caller (a hash of the `Authorization` hea
 fingerprinted by method, path and body. Answers are recorded in the AUDIT_BUCKET
 (`idempotency/{id}.json`, `BucketIdempotency`: one worker) or in Redis
 (`scaleout.idempotency.RedisIdempotency`: many workers); either survives a restart. A board
-post records its answer in the same step that completes its journal (`board.journal`), so
-a post that landed before a crash is answered, not repeated, when the client retries.
+post or a result records its answer in the same step that completes its journal
+(`core.journal`), so a write that landed before a crash is answered, not repeated, when the
+client retries.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class BucketIdempotency:
         self._gate.release(attempt.record_id)
 
     def record(self, attempt: Attempt, answer: Answer) -> tuple[str, bytes]:
-        """The file recording `answer` (the board journal writes it in its last batch)."""
+        """The file recording `answer` (the write journal writes it in its last batch)."""
         return record_path(attempt.record_id), encode_record(
             attempt, answer, self._clock.now().timestamp()
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agenthub.bucketsync.core import idempotency, journal
 from agenthub.bucketsync.core.access import require_registered
 from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
@@ -50,13 +51,16 @@ def promote_stamped(
     route: str,
     caller_info: CallerInfo,
     before: Callable[[str], list[tuple[str, bytes]]] | None = None,
+    answer: Callable[[str, str], dict[str, Any]] | None = None,
 ) -> tuple[str, str]:
     """Promote `data` (read from `source`) as a new `{folder}{stamp}_{agent}.md`, stamped
     `via: bucket` ahead of `fields`, under the promoted-hash dedup of (data, folder) (409
     ALREADY_PROMOTED on a repeat), written through the store and audited. Returns
     (filename, path): a result and a claim are promoted here. `before(filename)` names
     files written ahead of the record in the same batch (a result's pin), so the record
-    is never visible without them."""
+    is never visible without them. With `answer(filename, path)` (the 201 body) the write
+    is journaled (`core.journal`): a crash after the record landed still records that
+    answer for the request's Idempotency-Key, so a retry gets it instead of a 409."""
     with hub.dedup.claim(data, folder) as written:
         entries = hub.read_model.entries(folder)
         filename, rendered = stamp_record(
@@ -69,17 +73,42 @@ def promote_stamped(
         )
         path = f"{folder}{filename}"
         ahead = before(filename) if before is not None else []
-        hub.write_central([*ahead, (path, rendered)])
+        write_id = hub.audit.new_write_id()
+        row = hub.audit.row(
+            agent_id=source.agent_id,
+            route=route,
+            via="bucket",
+            source=source.uri,
+            target_path=path,
+            size=len(rendered),
+            status_code=201,
+            caller_ip=caller_info.ip,
+            user_agent=caller_info.user_agent,
+            write_id=write_id,
+        )
+        entry = None
+        if answer is not None:
+            pid, host = journal.owner()
+            entry = journal.Entry(
+                write_id=write_id,
+                board_path=path,
+                derived=ahead,
+                audit_row=row,
+                answer=answer(filename, path),
+                attempt=idempotency.current.get(),
+                pid=pid,
+                host=host,
+                at=hub.clock.now().timestamp(),
+            )
+            journal.begin(hub, entry)
+        try:
+            hub.write_central([*ahead, (path, rendered)])
+        except BaseException:
+            if entry is not None:
+                journal.roll_back(hub, entry)
+            raise
         written.append(filename)
-    hub.audit.record(
-        agent_id=source.agent_id,
-        route=route,
-        via="bucket",
-        source=source.uri,
-        target_path=path,
-        size=len(rendered),
-        status_code=201,
-        caller_ip=caller_info.ip,
-        user_agent=caller_info.user_agent,
-    )
+    hub.audit.append(row)
+    if entry is not None:
+        journal.complete(hub, entry)
     return filename, path

@@ -135,6 +135,7 @@ def promote_result(
         ),
         route="/v1/results",
         caller_info=caller_info,
+        answer=_answer,
     )
     mark_pending(hub, filename)
     standings.after_result(hub, filename)
@@ -143,6 +144,11 @@ def promote_result(
             listener(filename)
         except Exception:  # BS-4.59: promotion never fails because of a listener
             log.exception("result listener failed for %s", filename)
+    return _answer(filename, path)
+
+
+def _answer(filename: str, path: str) -> dict[str, Any]:
+    """The 201 body of a result (journaled: a retry after a crash is answered with it)."""
     return {"filename": filename, "via": "bucket", "path": path}
 
 

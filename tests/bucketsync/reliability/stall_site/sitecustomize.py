@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 if os.environ.get("AGENTHUB_TEST_STALL_AUTHOR"):
-    from agenthub.bucketsync.board import journal
+    from agenthub.bucketsync.core import journal
     from agenthub.bucketsync.core.hub import Hub
 
     _author = os.environ["AGENTHUB_TEST_STALL_AUTHOR"]

@@ -1,4 +1,5 @@
-"""The journal of a board post, so a crash leaves neither an orphan nor a duplicate.
+"""The journal of a write (a board post, a result), so a crash leaves neither an orphan
+nor a duplicate, and a retry after it gets the first answer.
 
 Choice: journal the batch, complete or roll back at start. A post is ONE batch, derived
 files first (inbox copies, the broadcast copy, a channel's auto-subscribe marker) and the
@@ -19,6 +20,10 @@ derivation was the alternative; it would split each post into two HF round trips
 
 All three live in the private AUDIT_BUCKET. The last step of a post writes the answer and
 the dedup record and deletes the entry in one batch.
+
+A promoted result (`core.sources.promote_stamped`) is journaled the same way: its record
+is the "board file", its pin the derived file, its answer the 201 body. (Its after-steps,
+the pending mark and the landscape events, are courtesies a recovery does not redo.)
 """
 
 from __future__ import annotations
