@@ -22,6 +22,7 @@ from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
+from agenthub.bucketsync.api.stamping import SettleStamps
 from agenthub.bucketsync.core import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
@@ -380,6 +381,9 @@ def create_app(
     app.state.hub = hub
     app.state.scoring = scoring
     errors.install(app)
+    # Inside the idempotency gate (added before it): a request's stamps are settled before
+    # its key is freed.
+    app.add_middleware(SettleStamps, stamps=hub.stamps)
     app.add_middleware(IdempotencyKeys, keys=keys)
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)

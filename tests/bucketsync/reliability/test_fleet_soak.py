@@ -20,12 +20,6 @@ from tests.support.redisdb import require_redis
 SMALL = Config(agents=4, seconds=60, kills=4, seed=31, writers=2, drain_s=240, restart_s=240)
 
 
-@pytest.mark.skip(
-    reason="held back until results have a journal (issue 31, open): a whole-server kill -9 "
-    "while POST /v1/results is in flight makes the Idempotency-Key retry answer 409 "
-    "ALREADY_PROMOTED instead of replaying its 201, which this soak's replay invariant "
-    "catches (seed 31 hits it); run bench/fleet_soak.py to see it"
-)
 @pytest.mark.redis
 @pytest.mark.pg
 @pytest.mark.timeout(1200)

@@ -151,6 +151,7 @@ class Waiter:
     evicted: bool = False
     delay: float = 0.0
     future: asyncio.Future[None] | None = None
+    held: bool = False  # its stream's items wait above the watermark (it is listening)
 
 
 @dataclass
@@ -227,10 +228,15 @@ class WaiterRegistry:
             self._remove(waiter)
             self._behind.discard(waiter)
 
-    def hold(self, waiter: Waiter) -> None:
-        """`waiter`'s stream has items above the watermark: ring it when that moves."""
+    def hold(self, waiter: Waiter, held: bool = True) -> None:
+        """`waiter`'s stream has items above the watermark (`held`): ring it when that
+        moves. A held waiter counts as parked, also while it re-checks."""
         with self._lock:
-            self._behind.add(waiter)
+            waiter.held = held
+            if held:
+                self._behind.add(waiter)
+            else:
+                self._behind.discard(waiter)
 
     def watermark_moved(self) -> None:
         """The watermark may have passed held items: latch and ring the held waiters."""
@@ -395,8 +401,12 @@ class WaiterRegistry:
                 "waiters": self._count,
                 "owners": len(self._by_owner),
                 "parked": sum(
-                    1 for ws in self._by_owner.values() for w in ws if w.future is not None
+                    1
+                    for ws in self._by_owner.values()
+                    for w in ws
+                    if w.future is not None or w.held
                 ),
+                "held": sum(1 for ws in self._by_owner.values() for w in ws if w.held),
                 "parks": self.counters.parks,
                 "wakes": self.counters.wakes,
                 "evictions": self.counters.evictions,
@@ -484,8 +494,8 @@ class LongPoll:
                 # Items above the watermark: woken when it moves, re-checked at least
                 # every HELD_RECHECK_S (a stamp's lease ends without a ring).
                 held = bool(page.get(HELD))
+                self.registry.hold(waiter, held)
                 if held:
-                    self.registry.hold(waiter)
                     remaining = min(remaining, HELD_RECHECK_S)
                 outcome, delay = await self.registry.park(waiter, self.timer, remaining)
                 if outcome == "timeout" and held:

@@ -11,15 +11,19 @@ stamp that can still be issued — so an item can never become visible below a c
 watcher already holds (the State Hub feed's xid bound, for files). With several workers
 each one's low mark crosses the bus (`scaleout.bus`): a mark is a promise ("everything of
 mine below this is visible, and I issue nothing below it"), so a stale one is only
-conservative. Nothing holds it forever: an unsettled stamp counts for `lease_s`, a worker
-heard from no more for `peer_lease_s`.
+conservative. Nothing holds it forever: a stamp issued inside `settling()` (every request
+runs inside one) is settled when that ends, whether its write landed, failed or was never
+made (a request refused after its stamp); any other unsettled stamp counts for `lease_s`,
+and a worker heard from no more for `peer_lease_s`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from agenthub.bucketsync.core.naming import STAMP_LEN, parse_stamped_filename, stamp_from_ms
@@ -32,6 +36,10 @@ PEER_LEASE_S = 2.0
 # How far ahead of the clock a held item's stamp may pull this worker's floor.
 CATCH_UP_AHEAD_S = 5.0
 _STAMP_RE = re.compile(r"\d{8}-\d{6}-\d{3}")
+# The stamps issued inside the current `settling()` scope (a request).
+_scope: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "stamps_issued", default=None
+)
 
 
 class StampIssuer:
@@ -70,16 +78,34 @@ class StampIssuer:
             self._last_ms = candidate
             stamp = stamp_from_ms(candidate)
             self._unsettled[(stamp, author)] = self._clock.monotonic() + self.lease_s
-            return stamp
+        scope = _scope.get()
+        if scope is not None:
+            scope.append((stamp, author))
+        return stamp
+
+    @contextmanager
+    def settling(self) -> Iterator[None]:
+        """Settle, when the block ends, every stamp issued inside it that its write has
+        not: the write failed, or never came (a request refused after stamping). Without
+        it such a stamp held every stream back for `lease_s` (issue 31)."""
+        issued: list[tuple[str, str]] = []
+        token = _scope.set(issued)
+        try:
+            yield
+        finally:
+            _scope.reset(token)
+            if issued:
+                self._settle(issued)
 
     def settle(self, filenames: list[str]) -> None:
         """The writes of these filenames are visible (or failed): they hold nothing back."""
-        moved = False
+        self._settle(
+            [parsed for name in filenames if (parsed := parse_stamped_filename(name)) is not None]
+        )
+
+    def _settle(self, keys: list[tuple[str, str]]) -> None:
         with self._lock:
-            for filename in filenames:
-                parsed = parse_stamped_filename(filename)
-                if parsed is not None:
-                    moved = self._unsettled.pop(parsed, None) is not None or moved
+            moved = [key for key in keys if self._unsettled.pop(key, None) is not None]
         if moved:
             self._advanced()
 
