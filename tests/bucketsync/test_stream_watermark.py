@@ -8,6 +8,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pytest
+
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.core import listing, naming
 from agenthub.bucketsync.core.readmodel import ReadModel
@@ -148,3 +150,43 @@ def test_broken_variant_without_the_watermark_skips_the_mention(world: World) ->
     second = unbounded_page(first["cursor"])
     assert second["items"] == []  # the mention sorts below the cursor: skipped for good
     assert mention < first["cursor"]
+
+
+# -- the digest's "since" views ------------------------------------------------------------
+def digest_since(world: World, after: str | None) -> tuple[list[str], str | None]:
+    """The filenames a budgeted digest for agent-1 delivers after `after`, and its cursor."""
+    params = {"as": "agent-1", "budget_tokens": "4000"} | ({"after": after} if after else {})
+    body = world.client.get("/v1/digest", params=params).json()
+    names = sorted(item["filename"] for items in body["sections"].values() for item in items)
+    return names, body["cursor"] or after
+
+
+def test_the_digest_cursor_stops_below_a_stamp_not_yet_visible(world: World) -> None:
+    for handle in ("agent-1", "agent-2"):
+        world.agent(handle)
+    _items, cursor = digest_since(world, None)
+    mention, land = slow_mention(world)
+    broadcast = organizer_broadcast(world, "later, in another folder")
+
+    first, cursor = digest_since(world, cursor)
+    assert broadcast not in first and (cursor is None or cursor < mention)
+    land()
+    second, _cursor = digest_since(world, cursor)
+    assert mention in second and broadcast in second
+
+
+def test_broken_variant_a_digest_without_the_watermark_skips_the_mention(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for handle in ("agent-1", "agent-2"):
+        world.agent(handle)
+    _items, cursor = digest_since(world, None)
+    mention, land = slow_mention(world)
+    organizer_broadcast(world, "later, in another folder")
+    monkeypatch.setattr(world.hub.stamps, "watermark", lambda: "~")  # above every stamp
+
+    _first, cursor = digest_since(world, cursor)
+    land()
+    second, _cursor = digest_since(world, cursor)
+
+    assert mention not in second  # the cursor passed it before it was visible: lost

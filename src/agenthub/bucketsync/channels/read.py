@@ -230,12 +230,18 @@ def digest_block(hub: Hub, as_handle: str | None, since: str | None) -> dict[str
     block: dict[str, Any] = {"count": len(items), "channels": items}
     if as_handle is None:
         return block
+    held = hub.stamps.watermark()  # before the index: nothing counted since can come later
     index = channels_index(hub)
     bound = naming.normalize_time_bound(since, name="since") if since else None
     subscribed = []
     for name, level in subscriptions(hub, as_handle).items():
         filenames = index[name].filenames
-        fresh = [f for f in filenames if bound is None or f[: naming.STAMP_LEN] >= bound]
+        fresh = [
+            f
+            for f in filenames
+            if (bound is None or f[: naming.STAMP_LEN] >= bound)
+            and (f < held or naming.parse_stamped_filename(f) is None)
+        ]
         recent = fresh[::-1][: hub.settings.digest_channel_recent]
         loaded = load_records(hub, [index[name].messages[f] for f in recent])
         subscribed.append(

@@ -19,10 +19,11 @@ and a worker heard from no more for `peer_lease_s`.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -171,3 +172,13 @@ class StampIssuer:
 
     def _now_ms(self) -> int:
         return int(self._clock.now().timestamp() * 1000)
+
+
+def visible(keys: Sequence[str], held: str) -> Sequence[str]:
+    """Sorted `keys` without the server-stamped ones at or above the watermark `held` (a
+    view handing back a cursor or a count "since"); names without our stamp are never
+    held, as in `listing.page`."""
+    cut = bisect.bisect_left(keys, held)
+    if cut == len(keys):
+        return keys
+    return [*keys[:cut], *(k for k in keys[cut:] if parse_stamped_filename(k) is None)]

@@ -13,7 +13,7 @@ from agenthub.bucketsync.agents.read import agent_info
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import read as channelviews
 from agenthub.bucketsync.claims import read as claimviews
-from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.core import naming, stamps
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record, stamped_index
@@ -115,6 +115,9 @@ def budgeted(
     `/v1/updates` stream, its unacked directives whatever the cursor, the live claims and
     the board, in `budget.SECTIONS` order, newest first within a section."""
     bound = naming.normalize_time_bound(since, name="since") if since else None
+    # Read before every listing: the cursor this digest hands back never passes an item
+    # that could still become visible below it (`core.stamps`); those come next time.
+    held = hub.stamps.watermark()
 
     def is_new(key: str) -> bool:
         return (after is None or key > after) and (bound is None or key >= bound)
@@ -125,7 +128,8 @@ def budgeted(
         return max(lo, bisect.bisect_left(keys, bound)) if bound is not None else lo
 
     stream = updates.stream(hub, as_handle) if as_handle is not None else None
-    stream_keys = stream.listed.keys if stream is not None else []
+    every_stream_key = stream.listed.keys if stream is not None else []
+    stream_keys = stamps.visible(every_stream_key, held)
     reasons = stream.reasons if stream is not None else {}
     paths: dict[str, str] = dict(stream.listed.paths) if stream is not None else {}
     chosen: dict[str, list[Entry]] = {name: [] for name in budget.NAMES}
@@ -145,13 +149,23 @@ def budgeted(
     overlapping = {key for key, _path in chosen["claims"]}
     live = claimviews.live_claims(hub)
     claim_entries = chosen["claims"] + [
-        (r.filename, r.path) for r in live if is_new(r.filename) and r.filename not in overlapping
+        (r.filename, r.path)
+        for r in live
+        if is_new(r.filename) and r.filename not in overlapping and r.filename < held
     ]
 
     listed = hub.read_model.derived(
         naming.MESSAGE_BOARD, "stamped", stamped_index(naming.MESSAGE_BOARD)
     )
-    board_keys = listed.keys
+    board_keys = stamps.visible(listed.keys, held)
+    newest_listed = max((keys[-1] for keys in (every_stream_key, listed.keys) if keys), default="")
+    if (
+        len(stream_keys) < len(every_stream_key) or len(board_keys) < len(listed.keys)
+    ) and hub.stamps.catch_up(newest_listed):
+        # As a page does (`listing.held_back`): once, the floor now past every listed key.
+        return budgeted(
+            hub, as_handle=as_handle, since=since, after=after, budget_tokens=budget_tokens
+        )
     first = start(board_keys)
     shown = set(paths) | pinned  # delivered in a section above, or older than the cursor
     board_new = (board_keys[i] for i in range(len(board_keys) - 1, first - 1, -1))
@@ -186,10 +200,8 @@ def budgeted(
         budget.Source("claims", len(claim_entries), items(claim_entries)),
         budget.Source("rest", rest_total, items(rest_entries)),
     ]
-    newest = max(
-        (keys[-1] for keys in (stream_keys, board_keys, [r.filename for r in live[:1]]) if keys),
-        default=None,
-    )
+    live_keys = [r.filename for r in live if r.filename < held][:1]
+    newest = max((keys[-1] for keys in (stream_keys, board_keys, live_keys) if keys), default=None)
     head = {
         "as": as_handle,
         "after": after,

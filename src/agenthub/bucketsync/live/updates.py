@@ -19,7 +19,7 @@ from typing import Any
 from agenthub.bucketsync.board import read as board
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.claims import read as claimviews
-from agenthub.bucketsync.core import listing, naming, records
+from agenthub.bucketsync.core import listing, naming, records, stamps
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.directives import read as directiveviews
@@ -128,8 +128,9 @@ def digest_blocks(
     """`watching` (is anyone long-polling for this handle?) and `updates` (am I behind?)."""
     if as_handle is None:
         return {"watching": None, "updates": None}
+    held = hub.stamps.watermark()  # before the stream, as for a page
     current = stream(hub, as_handle)
-    keys = current.listed.keys
+    keys = stamps.visible(current.listed.keys, held)
     unread = [key for key in keys if after is None or key > after]
     presence = (
         hub.longpoll.registry.presence(as_handle, hub.settings.watch_fresh_s)
