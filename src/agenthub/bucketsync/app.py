@@ -6,6 +6,7 @@ scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -426,6 +427,35 @@ def app_from_environment() -> FastAPI:
         raise SystemExit(STARTUP_FAILURE) from None
     freeze_startup_objects()
     return app
+
+
+def worker_modules(settings: BucketSyncSettings) -> list[str]:
+    """The modules a worker of `settings` imports where its adapters are chosen (above)."""
+    names = ["agenthub.bucketsync.runners.local"]
+    if settings.bus_url:
+        names += [
+            "agenthub.bucketsync.scaleout.bus",
+            "agenthub.bucketsync.scaleout.presence",
+            "agenthub.bucketsync.scaleout.state",
+            "limits.storage",
+        ]
+    if settings.storage == "s3":
+        names.append("agenthub.bucketsync.storage.s3")
+    if settings.storage == "hf":
+        names += ["agenthub.bucketsync.storage.hf", "agenthub.bucketsync.identity.hf"]
+    if settings.runner_kind == "hf":
+        names.append("agenthub.bucketsync.runners.hf")
+    return names
+
+
+def preload_workers(settings: BucketSyncSettings) -> None:
+    """In `serve --workers N`'s supervisor, before it forks its workers: import what each
+    worker would (this module, every route, the adapters of `settings`) and freeze it, so
+    a worker, started or restarted, begins with it loaded and only builds its app. Builds
+    nothing: no client, connection or thread exists to be copied into a worker."""
+    for name in worker_modules(settings):
+        importlib.import_module(name)
+    freeze_startup_objects()
 
 
 def sweep_store(store: BucketStore) -> None:
