@@ -190,3 +190,13 @@ def test_broken_variant_a_digest_without_the_watermark_skips_the_mention(
     second, _cursor = digest_since(world, cursor)
 
     assert mention not in second  # the cursor passed it before it was visible: lost
+
+
+def test_the_watermark_switched_off_holds_nothing(world: World) -> None:
+    """`BUCKETSYNC_STREAM_WATERMARK=false` (a bench's baseline): a pending stamp holds
+    no item back, which is how a stream skips."""
+    stamps = world.hub.stamps
+    pending = stamps.issue("agent-2")
+    assert stamps.watermark() <= pending
+    stamps.bounded = False
+    assert stamps.watermark() > naming.message_filename(pending, "zzz")

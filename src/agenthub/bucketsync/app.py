@@ -204,6 +204,7 @@ def build_hub(
     if bus is not None:
         bus.on_mark(stamps.observe, stamps.mark)
         stamps.announce = bus.announce
+    stamps.bounded = settings.stream_watermark
     return Hub(
         settings=settings,
         store=store,

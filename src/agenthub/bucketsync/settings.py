@@ -92,6 +92,8 @@ class BucketSyncSettings(OfflineSettings):
     longpoll_wake_spread_threshold: int = Field(20, alias="LONGPOLL_WAKE_SPREAD_THRESHOLD")
     longpoll_wake_spread_s: float = Field(8.0, alias="LONGPOLL_WAKE_SPREAD_S")
     watch_fresh_s: float = Field(240.0, alias="WATCH_FRESH_S")
+    # Off only to measure what the streams' stable point costs (bench): streams then skip.
+    stream_watermark: bool = Field(True, alias="BUCKETSYNC_STREAM_WATERMARK")
     bus_url: str | None = Field(None, alias="BUCKETSYNC_BUS_URL")
     bus_prefix: str = Field("", alias="BUCKETSYNC_BUS_PREFIX")
     clients_dir: Path | None = Field(None, alias="BUCKETSYNC_CLIENTS_DIR")

@@ -37,6 +37,8 @@ PEER_LEASE_S = 2.0
 # How far ahead of the clock a held item's stamp may pull this worker's floor.
 CATCH_UP_AHEAD_S = 5.0
 _STAMP_RE = re.compile(r"\d{8}-\d{6}-\d{3}")
+# Above every stamp: the watermark when it is switched off.
+UNBOUNDED = "~"
 # The stamps issued inside the current `settling()` scope (a request).
 _scope: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
     "stamps_issued", default=None
@@ -65,6 +67,8 @@ class StampIssuer:
         self.advance_listeners: list[Callable[[], None]] = []
         # Publishes this worker's mark now (the bus, with several workers).
         self.announce: Callable[[], None] | None = None
+        # False (BUCKETSYNC_STREAM_WATERMARK=false, to measure its cost): nothing is held.
+        self.bounded = True
 
     def issue(self, author: str, *, taken: Callable[[str], bool] = lambda _s: False) -> str:
         """A stamp for `author` later than any this worker issued, skipping stamps `taken`
@@ -156,6 +160,8 @@ class StampIssuer:
 
     def watermark(self) -> str:
         """Items whose stamp sorts at or above this wait: read it BEFORE the listings."""
+        if not self.bounded:
+            return UNBOUNDED
         with self._lock:
             now = self._clock.monotonic()
             low = self._mark()
