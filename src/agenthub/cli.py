@@ -6,34 +6,54 @@ Errors are reported once, at the top (`agenthub.clierrors.Commands`): `error:` a
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from agenthub import __version__
-from agenthub.bucketsync.agentside.buckets import app as buckets_app
-from agenthub.bucketsync.cli import app as bucketsync_app
-from agenthub.bucketsync.dashboard.cli import app as dashboard_app
-from agenthub.challenge.cli import app as challenge_app
 from agenthub.clierrors import DEBUG_KEY, CliError, Commands
 from agenthub.heap import freeze_startup_objects
-from agenthub.hubcore.cli import app as hubcore_app
 from agenthub.ports import BUCKETSYNC_PORT, HUBCORE_PORT, STATEHUB_PORT, require_free
-from agenthub.statehub.cli import app as statehub_app
+
+# Each service's commands, imported when named (or listed by --help): `agenthub bucketsync
+# serve` loads bucket-sync only, and its start-up (on the path of every restart, issue 31)
+# does not pay for State Hub's, hub-core's and the challenge's imports.
+SERVICES = {
+    "statehub": "agenthub.statehub.cli",
+    "hubcore": "agenthub.hubcore.cli",
+    "bucketsync": "agenthub.bucketsync.cli",
+    "buckets": "agenthub.bucketsync.agentside.buckets",
+    "challenge": "agenthub.challenge.cli",
+    "dashboard": "agenthub.bucketsync.dashboard.cli",
+}
+
+
+class ServiceCommands(Commands):
+    """`Commands` whose service groups are imported on first use."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*(n for n in super().list_commands(ctx) if n not in SERVICES), *SERVICES]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in SERVICES:
+            service: typer.Typer = importlib.import_module(SERVICES[cmd_name]).app
+            service.rich_markup_mode = None  # as the top app's (add_typer passed it down)
+            found = typer.main.get_group(service)
+            found.name = cmd_name
+            self.add_command(found, cmd_name)
+        return found
+
 
 app = typer.Typer(
-    cls=Commands,
+    cls=ServiceCommands,
     help="agenthub: messaging and collaboration backbone for fleets of AI agents.",
     no_args_is_help=True,
     # Help texts are plain: bucket paths such as `[/PREFIX]` are not rich markup.
     rich_markup_mode=None,
 )
-app.add_typer(statehub_app, name="statehub")
-app.add_typer(hubcore_app, name="hubcore")
-app.add_typer(bucketsync_app, name="bucketsync")
-app.add_typer(buckets_app, name="buckets")
-app.add_typer(challenge_app, name="challenge")
-app.add_typer(dashboard_app, name="dashboard")
 
 
 def _print_version(value: bool) -> None:
