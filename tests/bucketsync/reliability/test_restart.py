@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bench.fleet.procs import children
 
 from tests.bucketsync.conftest import ORG, SLUG
 from tests.bucketsync.reliability.processes import Burners, ServeProcess
@@ -90,9 +91,16 @@ def test_a_killed_server_is_serving_again_under_load_without_killing_its_workers
             took -= started
             server.wait_workers(4, SERVING_AGAIN_WITHIN_S)  # both of the restart's workers
         restart_log = server.log.read_text()[before:]
+        assert server.process is not None
+        worker_pids = children(server.process.pid)
+        supervisor = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
+        workers = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in worker_pids]
     finally:
         server.stop()
         drop_prefix(url, prefix)
 
     assert took <= SERVING_AGAIN_WITHIN_S
     assert "died" not in restart_log, restart_log
+    # Forked from the supervisor, which imported their app (a spawned worker imports it
+    # all again: most of a restart at load 10); a fork keeps the supervisor's command line.
+    assert len(workers) == 2 and all(cmdline == supervisor for cmdline in workers), workers
