@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
+from agenthub.bucketsync.api import phases as phase_routes
 from agenthub.bucketsync.api import scoring as scoring_routes
 from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
@@ -383,6 +384,7 @@ def create_app(
     app.add_middleware(IdempotencyKeys, keys=keys)
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)
+    app.add_middleware(phase_routes.PhaseEvents, hub=hub)
     # Added last, so outermost: an oversized body is refused before anything reads it.
     app.add_middleware(
         errors.BodyLimit,
@@ -396,6 +398,7 @@ def create_app(
     app.include_router(taskforce_routes.router)
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
+    app.include_router(phase_routes.router)
     if settings.serves_buckets:
         app.include_router(local.router)
     oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)

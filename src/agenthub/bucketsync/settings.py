@@ -6,10 +6,22 @@ environment.
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agenthub.errors import AgentHubError
@@ -21,6 +33,60 @@ class SettingsError(AgentHubError):
     """Configuration is missing or invalid; the message names the variables."""
 
     code = "CONFIGURATION_ERROR"
+
+
+PHASE_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+class Phase(BaseModel):
+    """One named phase of a challenge (`challenge.yaml` `phases:`, `CHALLENGE_PHASES`): its
+    UTC window [start, end) and its rules: whether results are accepted, the benchmark jobs
+    an agent may launch per 24h while it runs (None: JOB_PER_AGENT_PER_DAY), and which
+    scoring split the leaderboard shows (`private`: the private split is revealed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    start: datetime
+    end: datetime
+    results: bool = True
+    job_quota: int | None = Field(None, ge=0)
+    split: Literal["public", "private"] = "public"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not PHASE_NAME_RE.match(value):
+            raise ValueError(f"phase name {value!r} must be 1-40 of [a-z0-9-], e.g. 'final'")
+        return value
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError(
+                "phase times need a timezone: write them in UTC, e.g. 2026-05-01T00:00:00Z"
+            )
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _window(self) -> Phase:
+        if self.end <= self.start:
+            raise ValueError(f"phase {self.name!r} ends before it starts")
+        return self
+
+
+def check_phases(phases: list[Phase]) -> list[Phase]:
+    """Phases in time order, named once, never overlapping (a gap between two is allowed)."""
+    ordered = sorted(phases, key=lambda p: p.start)
+    names = [p.name for p in ordered]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"phase names must be unique: {', '.join(twice)}")
+    for before, after in pairwise(ordered):
+        if after.start < before.end:
+            raise ValueError(f"phases {before.name!r} and {after.name!r} overlap")
+    return ordered
 
 
 class OfflineSettings(BaseSettings):
@@ -83,6 +149,10 @@ class BucketSyncSettings(OfflineSettings):
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
+    # The challenge's phases (JSON list of `Phase`); empty: no phases, results always open.
+    challenge_phases: list[Phase] = Field(default_factory=list, alias="CHALLENGE_PHASES")
+    # Results an agent may mark as final entries (Kaggle's 2).
+    final_entries_max: int = Field(2, ge=1, le=100, alias="FINAL_ENTRIES_MAX")
 
     # Live features (seed §11-§13).
     digest_channel_recent: int = Field(3, alias="DIGEST_CHANNEL_RECENT")
@@ -136,6 +206,18 @@ class BucketSyncSettings(OfflineSettings):
     verifier_concurrency: int = Field(1, alias="VERIFIER_CONCURRENCY", ge=1)
     # The verifier's heartbeat on the queue; three missed beats read as stopped.
     verifier_heartbeat_s: float = Field(15.0, alias="VERIFIER_HEARTBEAT_S", gt=0)
+
+    @field_validator("challenge_phases", mode="before")
+    @classmethod
+    def _phases_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else []
+        return value
+
+    @field_validator("challenge_phases")
+    @classmethod
+    def _phases_order(cls, value: list[Phase]) -> list[Phase]:
+        return check_phases(value)
 
     @model_validator(mode="after")
     def _derive(self) -> BucketSyncSettings:

@@ -35,7 +35,8 @@ OVERTAKEN = "leaderboard:overtaken"
 CHAMPION = "champion:changed"
 VALID = "verification:valid"
 INVALID = "verification:invalid"
-KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID)
+PHASE = "phase:changed"  # for everyone: a phase opened or closed (phases.announce)
+KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID, PHASE)
 BODY_NAMES = 10  # owners named in the body; the frontmatter has them all
 
 
@@ -73,6 +74,7 @@ class Change:
     passed_by: dict[str, dict[str, Any]] = field(default_factory=dict)
     champion: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
+    phase: dict[str, Any] | None = None
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -82,6 +84,8 @@ class Change:
             present.add(CHAMPION)
         if self.overtaken:
             present.add(OVERTAKEN)
+        if self.phase is not None:
+            present.add(PHASE)
         return [kind for kind in KINDS if kind in present]
 
     @property
@@ -108,6 +112,8 @@ class Change:
             found["champion"] = self.champion
         if self.verification is not None:
             found["verification"] = self.verification
+        if self.phase is not None:
+            found["phase"] = self.phase
         return found
 
     def body(self) -> str:
@@ -166,7 +172,10 @@ def change(
 
 
 def wake_keys(found: Change) -> list[str]:
-    """`landscape:{owner}` for each addressee, `landscape:all` for a champion change."""
+    """`landscape:{owner}` for each addressee, `landscape:all` for a champion change;
+    everyone (`*`) for a phase change."""
+    if found.phase is not None:
+        return ["*"]
     keys = [f"landscape:{owner}" for owner in sorted({*found.to, *found.overtaken})]
     if found.champion is not None:
         keys.append("landscape:all")

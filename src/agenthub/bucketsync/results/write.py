@@ -12,6 +12,7 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
+from agenthub.bucketsync.phases.schedule import require_results_open
 from agenthub.bucketsync.results import pins, standings
 from agenthub.bucketsync.results.baseline import gate_baseline
 from agenthub.bucketsync.results.verification import mark_pending, verification_index
@@ -106,6 +107,7 @@ def promote_result(
     hub: Hub, source_uri: str, *, caller_info: CallerInfo, authorization: str | None = None
 ) -> dict[str, Any]:
     """`POST /v1/results`; `authorization` only matters to a `baseline: true` result."""
+    require_results_open(hub.settings, hub.clock.now())  # the phase hook: 409 PHASE_CLOSED
     source = claim_source(hub, source_uri)
     data = read_source(hub, source, source_uri)
     document = frontmatter.parse_strict(data)

@@ -202,16 +202,19 @@ class JobQuota:
         *,
         status_bucket: str = "",
         run_prefix: str = "",
+        agent_cap: int | None = None,
     ) -> tuple[T, Remaining]:
         """Check both caps, call `start()` → (job_id, value), and record the launch, all
-        under the lock. Over quota → 429 with Retry-After; a failing `start` is not counted."""
+        under the lock. Over quota → 429 with Retry-After; a failing `start` is not counted.
+        `agent_cap` replaces the per-agent cap (the current phase's `job_quota`)."""
+        per_agent = self.per_agent if agent_cap is None else agent_cap
         with self.lock.hold() as lease:
             now, live = self._window()
             charged = [row for row in live if row.charging]
             by_agent = [row for row in charged if row.agent_id == agent_id]
             by_user = [row for row in charged if row.hf_user == hf_user]
             for used, cap, what in (
-                (by_agent, self.per_agent, f"agent {agent_id!r}"),
+                (by_agent, per_agent, f"agent {agent_id!r}"),
                 (by_user, self.per_user, f"user {hf_user!r}"),
             ):
                 if len(used) >= cap:
@@ -226,7 +229,7 @@ class JobQuota:
             row = LedgerRow(now, agent_id, hf_user, job_id, status_bucket, run_prefix)
             self._save([*live, row], lease, after=f"launching {job_id}")
             return value, Remaining(
-                agent=max(0, self.per_agent - len(by_agent) - 1),
+                agent=max(0, per_agent - len(by_agent) - 1),
                 user=max(0, self.per_user - len(by_user) - 1),
             )
 

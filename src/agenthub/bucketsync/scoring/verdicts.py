@@ -24,6 +24,8 @@ from typing import Any
 from agenthub.bucketsync.board.write import Draft, publish
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.phases import private
+from agenthub.bucketsync.phases.schedule import sealed
 from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.pins import Located, locate
@@ -170,6 +172,15 @@ class VerdictBook:
             )
             self.announce(body, refs=[naming.result_path(filename)], kind="verification")
             return
+        if sealed(self.settings, self.hub.clock.now()):
+            # The re-run is the private split's score: no number of it before the reveal.
+            body = (
+                f"@{author} your result `{filename}` was re-run on the private eval set: "
+                f"**{verdict}** (tolerance {details.get('tolerance')}). Its private score "
+                "stays sealed until the reveal (GET /v1 `phase.private_split`).\n"
+            )
+            self.announce(body, refs=[naming.result_path(filename)], kind="verification")
+            return
         body = (
             f"@{author} your result `{filename}` was re-run on the private eval set: "
             f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
@@ -220,6 +231,8 @@ class VerdictBook:
         self, filename: str, ledger: dict[str, Any], summary: Mapping[str, Any] | None
     ) -> str:
         """Decide `filename` from a re-run's `summary` and write the verdict (ledger first)."""
+        if summary is not None:  # the private split's score, kept apart until the reveal
+            private.record(self.hub, filename, summary, mode=str(ledger.get("mode", "jobs")))
         record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
         reported = score_of(record.frontmatter, self.settings.score_field) if record else None
         if reported is None or summary is None:
