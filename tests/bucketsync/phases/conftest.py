@@ -74,7 +74,7 @@ class PhaseWorld(World):
         return EvalLoop(self.hub, private_score).run_once().outcomes
 
     def final(self, agent_id: str, filename: str, *, mark: bool = True) -> Any:
-        source = {"source": self.uri(agent_id, ".bucket-sync-handshake")}
+        source = {"source": self.uri(agent_id, "results/r0.md")}  # any file of its bucket
         method = "POST" if mark else "DELETE"
         return self.client.request(method, f"/v1/results/{filename}:final", json=source)
 
