@@ -126,6 +126,9 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "subscribe_leaderboard",
         "landscape",
         "expand",
+        "phase",
+        "mark_final",
+        "final_leaderboard",
     }
     message = world.client.get(f"/v1/messages/{seen['posted']['filename']}").json()
     assert message["frontmatter"]["agent"] == "agent-1"  # the scratch bucket's owner

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import httpx
 
 from agenthub import __version__
+from agenthub.bucketsync.agentside import phasetools
 from agenthub.bucketsync.agentside.serviceurl import NotAServiceUrl, checked_url
 from agenthub.bucketsync.agentside.watch import (
     Page,
@@ -308,6 +309,11 @@ class AgentSession:
             )
         return self._watch
 
+    def proof(self, target: str, text: str) -> str:
+        """Write `text` to `target` in the scratch bucket; its source URI (bucket proof)."""
+        self.writer.write(self.config.scratch_bucket, target, text.encode())
+        return self._uri(target)
+
     def _uri(self, path: str) -> str:
         return f"hf://buckets/{self.config.scratch_bucket}/{path}"
 
@@ -509,6 +515,7 @@ def build_server(session: AgentSession) -> Any:
     async def landscape(kind: str | None = None, limit: int = 20) -> dict[str, Any]:
         return await call(session.landscape, kind, limit)
 
+    phasetools.register(server, session, call)
     return server
 
 
