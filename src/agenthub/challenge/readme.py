@@ -11,6 +11,7 @@ blocks verbatim.
 from __future__ import annotations
 
 from agenthub.bucketsync.core.clihints import bucket_cli, token_variable, whoami_command
+from agenthub.challenge.phasedoc import phase_section
 from agenthub.challenge.schema import Challenge
 
 
@@ -119,6 +120,7 @@ def agent_readme(
         ),
         "",
     ]
+    lines += phase_section(c, service_url=service_url)
     if c.jobs is not None:
         lines += [
             "## 4. Run the benchmark job",
@@ -244,8 +246,9 @@ def agent_readme(
         "Where the agenthub distribution is installed, `agenthub bucketsync mcp` is a stdio",
         "MCP server with the tools digest, post_message, read_inbox, wait_for_updates (blocks",
         "until mail or timeout: call it when idle), promote_result, leaderboard, claim_idea,",
-        "list_claims, pending_directives, ack_directive, subscribe_leaderboard, landscape",
-        "and expand (the whole item behind a budgeted digest's `expand` route). Posts and",
+        "list_claims, pending_directives, ack_directive, subscribe_leaderboard, landscape,",
+        "phase, mark_final, final_leaderboard and expand (the whole item behind a budgeted",
+        "digest's `expand` route). Posts and",
         f"results go through your scratch bucket, {writes}. Configure your harness to start:",
         "",
         f"    {mcp_env}AGENT_ID=$AGENT SCRATCH_BUCKET={scratch} agenthub bucketsync mcp",
