@@ -40,7 +40,6 @@ from bench._servers import free_port, wait_until_up
 ORG, SLUG = "bench", "chal"
 CENTRAL = f"{ORG}/{SLUG}-main-bucket"
 AUDIT = f"{ORG}-admin/{SLUG}-audit"
-LEAD_S = 6.0  # the reveal comes this long after the server is started
 
 
 def build(data_dir: Path, results: int, agents: int, rng: random.Random) -> None:
@@ -91,13 +90,14 @@ def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def one_round(data_dir: Path, variant: str) -> tuple[float, float]:
+def one_round(data_dir: Path, variant: str, lead_s: float) -> tuple[float, float]:
     """(first final-leaderboard read after the reveal, a warm one), in seconds."""
     store = LocalBucketStore(data_dir, durable=False)
     markers = [e.path for e in store.list(AUDIT, announce.MARKERS)]
     if markers:
         store.write_batch(AUDIT, Batch(deletes=markers))  # each round reveals anew
-    reveal = datetime.now(UTC) + timedelta(seconds=LEAD_S)
+    # The reveal comes `lead_s` after the server starts: time to start and warm up first.
+    reveal = datetime.now(UTC) + timedelta(seconds=lead_s)
     phases = [
         {"name": "dev", "start": iso(reveal - timedelta(days=30)), "end": iso(reveal)},
         {"name": "final", "start": iso(reveal), "end": iso(reveal + timedelta(days=7)),
@@ -121,7 +121,7 @@ def one_round(data_dir: Path, variant: str) -> tuple[float, float]:
             if variant == "warm":
                 client.get("/v1/leaderboard").raise_for_status()
             left = (reveal - datetime.now(UTC)).total_seconds()
-            assert left > 0, f"raise LEAD_S: warming ended {-left:.1f} s after the reveal"
+            assert left > 0, f"raise --lead-s: warming ended {-left:.1f} s after the reveal"
             time.sleep(left + 0.01)
             t0 = time.perf_counter()
             final = client.get("/v1/leaderboard/final")
@@ -142,6 +142,7 @@ def main() -> None:
     parser.add_argument("--results", type=int, default=10_000)
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--lead-s", type=float, default=25.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lifecycle-reveal-bench-") as tmp:
         data_dir = Path(tmp)
@@ -149,7 +150,7 @@ def main() -> None:
         times: dict[str, list[tuple[float, float]]] = {"warm": [], "cold": []}
         for _ in range(args.rounds):
             for variant in ("warm", "cold"):  # interleaved
-                times[variant].append(one_round(data_dir, variant))
+                times[variant].append(one_round(data_dir, variant, args.lead_s))
         for variant, rounds in times.items():
             first = statistics.median(r[0] for r in rounds)
             again = statistics.median(r[1] for r in rounds)

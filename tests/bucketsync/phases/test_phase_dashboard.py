@@ -3,6 +3,7 @@ final leaderboard page stays sealed until the reveal, then shows the private spl
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -53,9 +54,10 @@ def test_the_header_counts_down_and_the_final_page_opens_at_the_reveal(tmp_path:
             final_row = page.inner_text("#view table tbody tr")
             page.screenshot(path=str(tmp_path / "final.png"), full_page=True)
 
-    assert first.startswith("Phase dev · 10h 0m 00s left · results open")
+    # The server's clock stands at 10 h left; the page counts down from its read.
+    assert re.match(r"Phase dev · (10h 0m 00s|9h 59m [45]\ds) left · results open", first)
     assert "private split sealed until 2026-03-03 00:00:00Z" in first
-    assert ticked.startswith("Phase dev · 9h 59m 5")  # the clock ticks between polls
+    assert re.match(r"Phase dev · 9h 59m [45]\ds left", ticked)  # it ticks between polls
     assert "Sealed until 2026-03-03 00:00:00Z" in sealed and "0.9877" not in sealed
     assert revealed.startswith("Phase final · ") and "private split revealed" in revealed
     assert "final leaderboard" in revealed

@@ -468,6 +468,8 @@ def landscape_conventions() -> dict[str, Any]:
             "champion improving their own best does not)",
             events.VALID: "the verifier re-ran one of your results: valid",
             events.INVALID: "the verifier re-ran one of your results: invalid",
+            events.PHASE: "a phase of the challenge opened or closed (everyone gets it; "
+            "frontmatter.phase: changes, current, next, results_open, private_split)",
         },
         "derived": "when a result is promoted (the board with it against the board without "
         "it) or a verdict is written (the board before and after); never by polling",

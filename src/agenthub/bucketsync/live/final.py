@@ -17,8 +17,12 @@ from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.phases import finals, private
 from agenthub.bucketsync.phases.schedule import reveal_at, revealed
-from agenthub.bucketsync.results.leaderboard import DEFAULT_VERIFICATION, Row, scored_results
-from agenthub.bucketsync.results.verification import verification_index
+from agenthub.bucketsync.results.leaderboard import (
+    DEFAULT_VERIFICATION,
+    BoardQuery,
+    Row,
+    cached_ranking,
+)
 
 
 def counting(
@@ -91,9 +95,9 @@ def final_board(hub: Hub) -> dict[str, Any]:
     if not revealed(s, now):
         why = "no private split is configured" if at is None else "the private split is sealed"
         return head | {"status": "sealed", "detail": why, "count": 0, "rows": [], "unscored": []}
-    ranking = scored_results(hub).ranking(
-        hub, verification_index(hub), verification=DEFAULT_VERIFICATION, best_per_agent=False
-    )
+    # Every eligible result by public score, memoized per results listing version.
+    every = BoardQuery(verification=tuple(sorted(DEFAULT_VERIFICATION)), best_per_agent=False)
+    ranking = cached_ranking(hub, every)
     rows, unscored = final_rows(
         ranking.rows,
         finals.every_selection(hub),
