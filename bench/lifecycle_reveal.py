@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import httpx
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
@@ -35,27 +31,14 @@ from agenthub.bucketsync.core import frontmatter, naming
 from agenthub.bucketsync.phases import announce, finals, private
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
-from bench._servers import free_port, wait_until_up
-
-ORG, SLUG = "bench", "chal"
-CENTRAL = f"{ORG}/{SLUG}-main-bucket"
-AUDIT = f"{ORG}-admin/{SLUG}-audit"
+from bench.bucketsync_pinning import AUDIT, CENTRAL, serve
+from bench.bucketsync_pinning import build as registered
 
 
 def build(data_dir: Path, results: int, agents: int, rng: random.Random) -> None:
+    ids = registered(data_dir, agents, 0)  # registered agents with scratch buckets
     store = LocalBucketStore(data_dir, durable=False)
-    store.create(CENTRAL, creator="bucket-sync")
-    store.create(AUDIT, creator="bucket-sync", private=True)
-    ids = [f"agent-{i:03d}" for i in range(agents)]
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    registrations = []
-    for i, agent in enumerate(ids):
-        bucket = f"{ORG}/{SLUG}-{agent}"
-        store.create(bucket, creator=f"user{i}")
-        fm = {"agent_name": agent, "hf_user": f"user{i}", "agent_bucket": bucket,
-              "joined": (start + timedelta(minutes=i)).isoformat()}  # fmt: skip
-        registrations.append((naming.registration_path(agent), frontmatter.render(fm, "")))
-    store.write_batch(CENTRAL, Batch(adds=registrations))
     adds: list[tuple[str, bytes]] = []
     secret: list[tuple[str, bytes]] = []
     mine: dict[str, list[str]] = {}
@@ -103,38 +86,23 @@ def one_round(data_dir: Path, variant: str, lead_s: float) -> tuple[float, float
         {"name": "final", "start": iso(reveal), "end": iso(reveal + timedelta(days=7)),
          "results": False, "split": "private"},
     ]  # fmt: skip
-    port = free_port()
-    env = {**os.environ, "ORG": ORG, "COLLAB_SLUG": SLUG, "AUDIT_BUCKET": AUDIT,
-           "BUCKETSYNC_DATA_DIR": str(data_dir), "LISTING_TTL_S": "600",
-           "CHALLENGE_PHASES": json.dumps(phases)}  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, "-m", "agenthub.cli", "bucketsync", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
-            wait_until_up(client, tries=300)
-            sealed = client.get("/v1/leaderboard/final").json()
-            assert sealed["status"] == "sealed", "the reveal came before the server was up"
-            if variant == "warm":
-                client.get("/v1/leaderboard").raise_for_status()
-            left = (reveal - datetime.now(UTC)).total_seconds()
-            assert left > 0, f"raise --lead-s: warming ended {-left:.1f} s after the reveal"
-            time.sleep(left + 0.01)
-            t0 = time.perf_counter()
-            final = client.get("/v1/leaderboard/final")
-            first = time.perf_counter() - t0
-            final.raise_for_status()
-            assert final.json()["status"] == "revealed" and final.json()["count"] > 0
-            t0 = time.perf_counter()
-            client.get("/v1/leaderboard/final").raise_for_status()
-            warm = time.perf_counter() - t0
-            return first, warm
-    finally:
-        server.terminate()
-        server.wait(10)
+    with serve(data_dir, LISTING_TTL_S="600", CHALLENGE_PHASES=json.dumps(phases)) as client:
+        sealed = client.get("/v1/leaderboard/final").json()
+        assert sealed["status"] == "sealed", "the reveal came before the server was up"
+        if variant == "warm":
+            client.get("/v1/leaderboard").raise_for_status()
+        left = (reveal - datetime.now(UTC)).total_seconds()
+        assert left > 0, f"raise --lead-s: warming ended {-left:.1f} s after the reveal"
+        time.sleep(left + 0.01)
+        t0 = time.perf_counter()
+        final = client.get("/v1/leaderboard/final")
+        first = time.perf_counter() - t0
+        final.raise_for_status()
+        assert final.json()["status"] == "revealed" and final.json()["count"] > 0
+        t0 = time.perf_counter()
+        client.get("/v1/leaderboard/final").raise_for_status()
+        warm = time.perf_counter() - t0
+        return first, warm
 
 
 def main() -> None:

@@ -172,26 +172,26 @@ class VerdictBook:
             )
             self.announce(body, refs=[naming.result_path(filename)], kind="verification")
             return
+        body = (
+            f"@{author} your result `{filename}` was re-run on the private eval set: **{verdict}**"
+        )
         if sealed(self.settings, self.hub.clock.now()):
             # The re-run is the private split's score: no number of it before the reveal.
-            body = (
-                f"@{author} your result `{filename}` was re-run on the private eval set: "
-                f"**{verdict}** (tolerance {details.get('tolerance')}). Its private score "
-                "stays sealed until the reveal (GET /v1 `phase.private_split`).\n"
-            )
-            self.announce(body, refs=[naming.result_path(filename)], kind="verification")
-            return
-        body = (
-            f"@{author} your result `{filename}` was re-run on the private eval set: "
-            f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
-            f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
-            f"tolerance {details.get('tolerance')})"
-        )
-        if details.get("guard_field"):
             body += (
-                f"; guard {details['guard_field']}: {details.get('guard')} "
-                f"(cap {details.get('guard_cap')})"
+                f" (tolerance {details.get('tolerance')}). Its private score stays sealed "
+                "until the reveal (GET /v1 `phase.private_split`)"
             )
+        else:
+            body += (
+                f".\n\nreported {field}: {details.get('reported')}, re-run: "
+                f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
+                f"tolerance {details.get('tolerance')})"
+            )
+            if details.get("guard_field"):
+                body += (
+                    f"; guard {details['guard_field']}: {details.get('guard')} "
+                    f"(cap {details.get('guard_cap')})"
+                )
         self.announce(body + ".\n", refs=[naming.result_path(filename)], kind="verification")
 
     def nudge(self, filename: str, author: str, problem: str) -> None:
