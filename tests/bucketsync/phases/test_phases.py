@@ -10,6 +10,7 @@ import pytest
 
 from agenthub.bucketsync.phases import announce
 from agenthub.bucketsync.settings import Phase, SettingsError, check_phases
+from agenthub.bucketsync.storage.base import Batch
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World, make_settings
 from tests.bucketsync.phases.conftest import (
@@ -191,6 +192,16 @@ def test_a_second_worker_does_not_announce_a_change_again(tmp_path: Path) -> Non
     assert announce.observe(other.hub) is None  # ...but the marker says it was
     other.hub.read_model.invalidate("events/")
     assert len(phase_events(other)) == 1
+
+    # The broken variant: without the audit-bucket markers a third worker announces again.
+    markers = [e.path for e in other.hub.store.list(settings.audit_bucket, announce.MARKERS)]
+    other.hub.store.write_batch(settings.audit_bucket, Batch(deletes=markers))
+    third = make_world(settings, clock)
+    again = next(third)
+    assert announce.observe(again.hub) is not None
+    again.hub.read_model.invalidate("events/")
+    assert len(phase_events(again)) == 2
+    third.close()
     for generator in (second, first):
         generator.close()
 
