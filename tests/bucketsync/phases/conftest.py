@@ -27,6 +27,9 @@ DEV_END = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
 REVEAL = datetime(2026, 3, 3, 0, 0, tzinfo=UTC)
 FINAL_END = datetime(2026, 3, 10, 0, 0, tzinfo=UTC)
 
+# A result file any agent may promote.
+RESULT = "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
+
 PHASES = [
     {"name": "dev", "start": "2026-03-01T13:00:00Z", "end": "2026-03-02T00:00:00Z"},
     {

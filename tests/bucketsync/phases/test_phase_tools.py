@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp import ClientSession
 
+from tests.bucketsync.phases.conftest import RESULT
 from tests.bucketsync.test_collab_watch import Server, server
 from tests.bucketsync.test_mcp import error_text, mcp_env, payload, with_mcp
 
@@ -15,11 +16,7 @@ __all__ = ["server"]
 
 def test_phase_tools_answer_as_their_routes_do(server: Server) -> None:
     world = server.world
-    world.put(
-        "agent-1",
-        "results/r.md",
-        "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n",
-    )
+    world.put("agent-1", "results/r.md", RESULT)
     filename = world.client.post(
         "/v1/results", json={"source": world.uri("agent-1", "results/r.md")}
     ).json()["filename"]

@@ -16,6 +16,7 @@ from tests.bucketsync.conftest import World, make_settings
 from tests.bucketsync.phases.conftest import (
     DEV_END,
     DEV_START,
+    RESULT,
     REVEAL,
     PhaseWorld,
     make_world,
@@ -34,9 +35,7 @@ def test_a_result_before_the_first_phase_is_refused_naming_the_next_phase(
     phase_world: PhaseWorld,
 ) -> None:
     phase_world.agent("ada")
-    phase_world.put(
-        "ada", "results/r.md", "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
-    )
+    phase_world.put("ada", "results/r.md", RESULT)
 
     response = phase_world.client.post(
         "/v1/results", json={"source": phase_world.uri("ada", "results/r.md")}
@@ -60,11 +59,7 @@ def test_results_are_accepted_while_the_phase_is_open_and_refused_after_it(
     phase_world.result("ada", 0.6)
 
     phase_world.at(DEV_END)
-    phase_world.put(
-        "ada",
-        "results/late.md",
-        "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n",
-    )
+    phase_world.put("ada", "results/late.md", RESULT)
     late = phase_world.client.post(
         "/v1/results", json={"source": phase_world.uri("ada", "results/late.md")}
     )
@@ -80,9 +75,7 @@ def test_after_the_last_phase_the_hint_says_results_are_closed_for_good(
 ) -> None:
     phase_world.agent("ada")
     phase_world.at(datetime(2026, 4, 1, tzinfo=UTC))
-    phase_world.put(
-        "ada", "results/r.md", "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
-    )
+    phase_world.put("ada", "results/r.md", RESULT)
 
     response = phase_world.client.post(
         "/v1/results", json={"source": phase_world.uri("ada", "results/r.md")}
@@ -118,9 +111,7 @@ def test_get_v1_and_the_digest_announce_the_current_phase_and_the_time_left(
 
 def test_without_phases_nothing_changes(world: World) -> None:
     world.agent("ada")
-    world.put(
-        "ada", "results/r.md", "---\nscore: 1\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
-    )
+    world.put("ada", "results/r.md", RESULT)
 
     promoted = world.client.post("/v1/results", json={"source": world.uri("ada", "results/r.md")})
 
