@@ -22,6 +22,7 @@ from huggingface_hub.errors import BucketBatchError, BucketNotFoundError, EntryN
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.governor import HubGovernor
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
 
 T = TypeVar("T")
@@ -37,11 +38,12 @@ class HfBucketStore:
         endpoint: str | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         api: Any = None,
+        governor: HubGovernor | None = None,
     ) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
         self._token = token
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
-        self._calls = HubCalls(deadline_s=deadline_s)
+        self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
         bound_xet_session(deadline_s)
 
     def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:

@@ -16,6 +16,11 @@ hf_xet moves file content outside httpx2; its session is created here with one a
 timeouts equal to the deadline (`bound_xet_session`), and its errors (`OSError`,
 `RuntimeError`) are translated like the rest.
 
+With a `HubGovernor` (the token's request budget), every request is first counted by it,
+or refused before it is sent (`BudgetSpent` → `StorageUnavailable` with the window's
+`Retry-After`); a call's priority is `write` for writes, else `HUB_PRIORITY`. Requests made
+outside a call (the change feed's thread) are counted inside `spending(governor)`.
+
 A call inside `deadlines.within(lease)` (a lock or key held with a lease) gets the lesser
 of its deadline and what is left of the lease, and is not sent once the lease is over.
 
@@ -30,11 +35,12 @@ Failure → error, and what a write's client is told:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -44,6 +50,8 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from agenthub.bucketsync import deadlines
 from agenthub.bucketsync.errors import StorageUnavailable, WriteOutcomeUnknown
+from agenthub.bucketsync.storage.base import HUB_PRIORITY, HubPriority
+from agenthub.bucketsync.storage.governor import BudgetSpent, HubGovernor
 
 T = TypeVar("T")
 
@@ -74,10 +82,27 @@ class HubUnreachable(Exception):
 class _Call:
     deadline: float
     write: bool
+    governor: HubGovernor | None = None
+    priority: HubPriority = "write"
     write_sent: bool = False
 
 
 _CURRENT: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("hub_call", default=None)
+# The budget requests outside a `HubCalls.run` are counted against (the feed's thread).
+_SPENDER: contextvars.ContextVar[HubGovernor | None] = contextvars.ContextVar(
+    "hub_spender", default=None
+)
+
+
+@contextlib.contextmanager
+def spending(governor: HubGovernor | None) -> Iterator[None]:
+    """Count this thread's requests made outside a call against `governor` (at `write`
+    priority: the feed is what lets reads cost nothing)."""
+    token = _SPENDER.set(governor)
+    try:
+        yield
+    finally:
+        _SPENDER.reset(token)
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
@@ -94,7 +119,14 @@ class GuardedTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         call = _CURRENT.get()
         if call is None:
+            spender = _SPENDER.get()
+            if spender is not None:
+                spender.spend(request.url.path, "write", request.headers.get("authorization"))
             return self._inner.handle_request(request)
+        if call.governor is not None:
+            call.governor.spend(
+                request.url.path, call.priority, request.headers.get("authorization")
+            )
         left = call.deadline - time.monotonic()
         if left <= 0:
             raise HubUnreachable("the call's deadline passed", sent=False)
@@ -175,9 +207,12 @@ def bound_xet_session(deadline_s: float) -> None:
 class HubCalls:
     """Runs huggingface_hub calls for one adapter: `run(what, fn, write=...)`."""
 
-    def __init__(self, *, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+    def __init__(
+        self, *, deadline_s: float = DEFAULT_DEADLINE_S, governor: HubGovernor | None = None
+    ) -> None:
         install_guard()
         self.deadline_s = deadline_s
+        self.governor = governor
 
     def run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
         budget = self.deadline_s
@@ -189,12 +224,25 @@ class HubCalls:
                     hint=RETRY_HINT,
                 )
             budget = min(budget, outer)
-        call = _Call(deadline=time.monotonic() + budget, write=write)
+        priority: HubPriority = "write" if write else HUB_PRIORITY.get()
+        call = _Call(
+            deadline=time.monotonic() + budget,
+            write=write,
+            governor=self.governor,
+            priority=priority,
+        )
         token = _CURRENT.set(call)
         try:
+            if self.governor is not None:
+                self.governor.admit(priority)
             return fn()
         except StorageUnavailable:
             raise
+        except BudgetSpent as exc:
+            text = f"not sent: {exc}"
+            raise self._failed(
+                what, text, call, call.write_sent, retry_after_s=exc.retry_after_s
+            ) from exc
         except HubRefused as exc:
             raise self._refused(what, exc, call) from exc
         except HubUnreachable as exc:
