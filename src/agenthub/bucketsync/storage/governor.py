@@ -74,7 +74,7 @@ class HubGovernor:
         # One window per token: deployments sharing a Redis and a token share the budget.
         self._key = hashlib.sha256((token or "").encode()).hexdigest()[:16]
         # Only this token's requests count (a caller's whoami spends the caller's budget).
-        self._bearer = None if token is None else f"Bearer {token}"
+        self.bearer = None if token is None else f"Bearer {token}"
         self.spent = 0  # by this process
         self.shed = 0
         self.refused = 0
@@ -109,7 +109,7 @@ class HubGovernor:
     def spend(self, path: str, priority: HubPriority, authorization: str | None) -> None:
         """Count one request to `path` about to be sent with `authorization`, or refuse
         it. A request made with another token is not this budget's."""
-        if not counted(path) or (self._bearer is not None and authorization != self._bearer):
+        if not counted(path) or (self.bearer is not None and authorization != self.bearer):
             return
         self.admit(priority)
         try:

@@ -35,7 +35,7 @@ from huggingface_hub._bucket_live_follow import BucketFileChange, BucketFollower
 
 from agenthub.bucketsync.storage.base import FeedSink, FileChange
 from agenthub.bucketsync.storage.governor import HubGovernor
-from agenthub.bucketsync.storage.hubcalls import install_guard, spending
+from agenthub.bucketsync.storage.hubcalls import install_guard
 from agenthub.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
@@ -71,10 +71,6 @@ class _Follower(BucketFollower):
         finally:
             self._feed._session_ended()
 
-    def run(self) -> None:
-        with spending(self._feed.governor):
-            super().run()
-
 
 class HfChangeFeed:
     """Follows one bucket's change feed (see the module docstring for `live`)."""
@@ -90,7 +86,9 @@ class HfChangeFeed:
         silence_s: float = SILENCE_S,
         retry_s: float = RETRY_S,
     ) -> None:
-        install_guard()  # the follower's requests go through the guarded client (counted)
+        # The follower's requests go through the guarded client: counted by the governor of
+        # the token they carry (`hubcalls`), which `governor` keeps alive.
+        install_guard()
         self.bucket = bucket
         self.governor = governor
         self._token = token

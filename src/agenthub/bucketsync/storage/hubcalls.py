@@ -18,8 +18,9 @@ timeouts equal to the deadline (`bound_xet_session`), and its errors (`OSError`,
 
 With a `HubGovernor` (the token's request budget), every request is first counted by it,
 or refused before it is sent (`BudgetSpent` → `StorageUnavailable` with the window's
-`Retry-After`); a call's priority is `write` for writes, else `HUB_PRIORITY`. Requests made
-outside a call (the change feed's thread) are counted inside `spending(governor)`.
+`Retry-After`); a call's priority is `write` for writes, else `HUB_PRIORITY`. A request
+made outside a call with a governed token (hf_xet fetching a Xet token from its own thread,
+the change feed's follower) is counted by that token's governor, at `write` priority.
 
 A call inside `deadlines.within(lease)` (a lock or key held with a lease) gets the lesser
 of its deadline and what is left of the lease, and is not sent once the lease is over.
@@ -35,12 +36,12 @@ Failure → error, and what a write's client is told:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -59,6 +60,7 @@ DEFAULT_DEADLINE_S = 15.0
 RETRY_HINT = "retry in a few seconds"
 UNKNOWN_HINT = "retry with the same Idempotency-Key"
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+XET_TOKEN_PATH = "/api/buckets/xet-token"  # what `unseen` requests are counted as
 
 
 class HubRefused(Exception):
@@ -88,21 +90,9 @@ class _Call:
 
 
 _CURRENT: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("hub_call", default=None)
-# The budget requests outside a `HubCalls.run` are counted against (the feed's thread).
-_SPENDER: contextvars.ContextVar[HubGovernor | None] = contextvars.ContextVar(
-    "hub_spender", default=None
-)
-
-
-@contextlib.contextmanager
-def spending(governor: HubGovernor | None) -> Iterator[None]:
-    """Count this thread's requests made outside a call against `governor` (at `write`
-    priority: the feed is what lets reads cost nothing)."""
-    token = _SPENDER.set(governor)
-    try:
-        yield
-    finally:
-        _SPENDER.reset(token)
+# The governors by the `authorization` header of their token, for requests made outside
+# a call (weak: a governor lives as long as the adapters holding it).
+_GOVERNORS: weakref.WeakValueDictionary[str, HubGovernor] = weakref.WeakValueDictionary()
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
@@ -119,9 +109,10 @@ class GuardedTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         call = _CURRENT.get()
         if call is None:
-            spender = _SPENDER.get()
-            if spender is not None:
-                spender.spend(request.url.path, "write", request.headers.get("authorization"))
+            authorization = request.headers.get("authorization")
+            governor = _GOVERNORS.get(authorization) if authorization else None
+            if governor is not None:
+                governor.spend(request.url.path, "write", authorization)
             return self._inner.handle_request(request)
         if call.governor is not None:
             call.governor.spend(
@@ -213,8 +204,13 @@ class HubCalls:
         install_guard()
         self.deadline_s = deadline_s
         self.governor = governor
+        if governor is not None and governor.bearer is not None:
+            _GOVERNORS[governor.bearer] = governor
 
-    def run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+    def run(self, what: str, fn: Callable[[], T], *, write: bool = False, unseen: int = 0) -> T:
+        """`fn()` under the deadline and the budget. `unseen`: API requests the call makes
+        outside huggingface_hub's client, which the budget counts up front (hf_xet fetches
+        its Xet token itself: one per transfer)."""
         budget = self.deadline_s
         outer = deadlines.remaining()  # a lease held around this call (deadlines.within)
         if outer is not None:
@@ -235,6 +231,8 @@ class HubCalls:
         try:
             if self.governor is not None:
                 self.governor.admit(priority)
+                for _ in range(unseen):
+                    self.governor.spend(XET_TOKEN_PATH, priority, self.governor.bearer)
             return fn()
         except StorageUnavailable:
             raise
