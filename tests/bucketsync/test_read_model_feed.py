@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agenthub.bucketsync.core.feedpatch import patch
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.storage.base import Batch, FeedSink, FileChange, FileEntry
 from agenthub.bucketsync.storage.local import LocalBucketStore
@@ -137,6 +138,8 @@ def test_a_change_arriving_while_a_listing_is_in_flight_is_not_lost(
     tmp_path: Path, clock: FrozenClock
 ) -> None:
     store, model, feed = followed(tmp_path, clock)
+    model.entries(BOARD)
+    model.invalidate(BOARD)  # a second listing, with a change arriving while it runs
     listed = store.list(BUCKET, BOARD)  # the bucket as the listing saw it, before the change
 
     def list_then_change(*_args: Any, **_kwargs: Any) -> list[FileEntry]:
@@ -146,6 +149,41 @@ def test_a_change_arriving_while_a_listing_is_in_flight_is_not_lost(
 
     store.list = list_then_change  # type: ignore[method-assign]
     assert f"{BOARD}late.md" in model.entries(BOARD)
+
+
+class UnreplayedModel(ReadModel):
+    """The broken variant: feed changes patch the listing being served only, and a
+    listing in flight does not get them replayed onto its result."""
+
+    def changed(self, changes: list[FileChange]) -> None:
+        for folder, state in self._folders.items():
+            mine = [change for change in changes if change.path.startswith(folder)]
+            with state.edit:
+                if mine and state.entries is not None:
+                    updated = dict(state.entries)
+                    patch(updated, state.overlay, mine, self.content, 0.0)
+                    state.entries = updated
+                    state.version += 1
+
+
+def test_the_broken_variant_without_the_replay_loses_that_change(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    store, _model = model_on(tmp_path, clock)
+    model = UnreplayedModel(store, BUCKET, clock, ttl_s=30, content_cache_max_bytes=1 << 20)
+    feed = HandFeed()
+    model.follow(feed)
+    feed.is_live = True
+    model.entries(BOARD)
+    model.invalidate(BOARD)  # a second listing, with a change arriving while it runs
+    listed = store.list(BUCKET, BOARD)
+
+    def list_then_change(*_args: Any, **_kwargs: Any) -> list[FileEntry]:
+        feed.send(FileChange(f"{BOARD}late.md", size=4, content_hash="hl"))
+        return listed
+
+    store.list = list_then_change  # type: ignore[method-assign]
+    assert f"{BOARD}late.md" not in model.entries(BOARD)
 
 
 def test_own_write_echoed_under_the_hubs_hash_is_not_read_again(
