@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -206,3 +207,27 @@ def test_workers_spend_one_budget_through_redis() -> None:
     with pytest.raises(BudgetSpent):
         workers[0].spend(API, "write", ADMIN)
     assert workers[0].report()["used"] == 10 and workers[1].report()["shared"] is True
+
+
+@pytest.mark.redis
+@pytest.mark.skipif(not REDIS_URL, reason="needs AGENTHUB_TEST_REDIS_URL")
+def test_two_served_workers_on_one_bus_spend_one_budget(hub: HubEmulator, tmp_path: Path) -> None:
+    assert REDIS_URL is not None
+    shared = {
+        "BUCKETSYNC_BUS_URL": REDIS_URL,
+        "BUCKETSYNC_BUS_PREFIX": f"test-{uuid.uuid4().hex}:",
+    }
+    first = budgeted(hub, tmp_path / "one", 500, **shared)
+    second = budgeted(hub, tmp_path / "two", 500, **shared)
+    with first, second:
+        register(hub, first, "a1", "alice")
+        assert post_source(hub, first) == 201
+        by_first = client_report(first)
+        by_second = client_report(second)
+        assert by_second["shared"] is True and by_first["spent_here"] > by_second["spent_here"]
+        # One window: the second worker counts what the first spent.
+        assert by_second["used"] == by_first["spent_here"] + by_second["spent_here"]
+
+
+def client_report(client: TestClient) -> dict[str, Any]:
+    return dict(client.get("/v1/healthz").json()["hub_budget"])
