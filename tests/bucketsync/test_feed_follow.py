@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from tests.bucketsync.conftest import make_settings
-from tests.support.hub_emulator import HubEmulator, running_hub
+from tests.support.hub_emulator import Fault, HubEmulator, running_hub
 
 B = "acme/chal-main-bucket"
 AUDIT = "acme-admin/chal-audit"
@@ -126,12 +126,13 @@ def test_warm_reads_cost_no_hub_request_past_the_ttl_while_the_feed_is_live(
         register(hub, client, "a1", "alice")
         register(hub, client, "a2", "bob")
         wait_for(lambda: feed(client)["live"], within_s=5)
+        applied = feed(client)["applied"]["changes"]
         post(client, "a1", "hello @a2")
         urls = ("/v1/messages?expand=true", "/v1/inbox/a2?expand=true", "/v1/agents?expand=true")
         for url in urls:
             assert client.get(url).status_code == 200
         # The post's own files come back on the feed under the Hub's hashes: not re-read.
-        wait_for(lambda: feed(client)["applied"]["changes"] >= 3, within_s=2)
+        wait_for(lambda: feed(client)["applied"]["changes"] >= applied + 2, within_s=2)
         time.sleep(1.0)  # twice the TTL
         hub.reset_counts()
         for _ in range(3):
@@ -140,14 +141,20 @@ def test_warm_reads_cost_no_hub_request_past_the_ttl_while_the_feed_is_live(
         assert hub.api_requests() == 0, hub.counts()
 
 
+@pytest.mark.parametrize("refusal", ["404", "405"])
 def test_without_a_served_feed_listings_fall_back_to_the_ttl(
-    hub: HubEmulator, tmp_path: Path
+    hub: HubEmulator, tmp_path: Path, refusal: str
 ) -> None:
-    hub.buckets.feed_enabled = False  # the events route answers 404
+    if refusal == "404":
+        hub.buckets.feed_enabled = False  # not served here: the follower gives up
+    else:
+        hub.inject("bucket_events", Fault.status(405))  # refused: it retries with backoff
     with serve(hub, tmp_path, LISTING_TTL_S="1") as client:
         register(hub, client, "a1", "alice")
         filename = post(client, "a1", "original")
-        wait_for(lambda: not feed(client)["following"], within_s=5)
+        wait_for(lambda: hub.count("bucket_events") >= 1, within_s=5)
+        if refusal == "404":
+            wait_for(lambda: not feed(client)["following"], within_s=5)
         assert feed(client)["live"] is False
         assert body(client, filename) == "original\n"
         hub.reset_counts()
