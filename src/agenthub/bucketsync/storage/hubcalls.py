@@ -101,7 +101,8 @@ def _retry_after(response: httpx2.Response) -> float | None:
 
 
 class GuardedTransport(httpx2.BaseTransport):
-    """Wraps huggingface_hub's transport; inert outside `HubCalls.run`."""
+    """Wraps huggingface_hub's transport; outside `HubCalls.run` it only counts a governed
+    token's requests."""
 
     def __init__(self, inner: httpx2.BaseTransport) -> None:
         self._inner = inner
