@@ -134,6 +134,20 @@ def test_a_reconcile_and_a_fresh_ready_each_force_a_listing(
     assert model.listings == 3
 
 
+def test_a_fresh_ready_re_takes_only_listings_taken_since_the_reconcile(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    _store, model, feed = followed(tmp_path, clock)
+    model.entries(BOARD)
+    assert feed.sink is not None
+    clock.advance(1)
+    feed.sink.reconcile()
+    feed.sink.ready(from_scratch=True)  # nothing listed in between
+    model.entries(BOARD)
+    model.entries(BOARD)
+    assert model.listings == 2
+
+
 def test_a_change_arriving_while_a_listing_is_in_flight_is_not_lost(
     tmp_path: Path, clock: FrozenClock
 ) -> None:

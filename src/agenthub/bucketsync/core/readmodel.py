@@ -1,11 +1,9 @@
 """The read model: every GET is served from per-folder caches of the central bucket.
 
 - listing cache: one bucket listing per folder per `LISTING_TTL_S`, single-flight;
-- a followed bucket (`follow`, the Hub's change feed): while the feed is live, its batches
-  are applied to the listings (`changed`) and listings do not expire; when it is not
-  (never served, a stream down, a `reset`), listings fall back to the TTL;
-- a request budget (`RequestBudget`): near its limit a TTL refresh is shed and the listing
-  served a while longer; an invalidated listing is never shed (another worker wrote);
+- a followed bucket (`follow`): while its change feed is live, the feed's batches patch
+  the listings and they do not expire; otherwise the TTL holds (storage/hffeed.py);
+- a request budget: near its limit a TTL refresh is shed (the listing served longer);
 - content cache: parsed documents keyed by content hash, LRU-bounded by bytes, so
   byte-identical inbox copies share one entry; cold misses are fetched in one batch call;
 - write-through overlay: the service's own writes are inserted synchronously, so
@@ -135,6 +133,7 @@ class ReadModel:
         self._store = store
         self._budget = budget
         self.feed: ChangeFeed | None = None
+        self._reconciled_at = float("-inf")
         self.feed_counts = {"batches": 0, "changes": 0, "relists": 0, "reconciles": 0}
         self._bucket = bucket
         self._clock = clock
@@ -248,13 +247,20 @@ class ReadModel:
     def reconcile(self) -> None:
         """The feed lost track: every listing is taken again on its next read."""
         self.feed_counts["reconciles"] += 1
+        self._reconciled_at = self._clock.monotonic()
         self.invalidate_all()
 
     def ready(self, *, from_scratch: bool) -> None:
-        """The feed caught up. After a reconcile, a listing taken before this point may
-        have missed a change the feed did not replay: those are taken again."""
+        """The feed caught up. After a reconcile, a listing taken since then may have
+        missed a change the feed did not replay (its resume instant unknown): those are
+        taken again, and so is one in flight."""
         if from_scratch:
-            self.invalidate_all()
+            for folder, state in list(self._folders.items()):
+                in_flight = state.replay is not None
+                if in_flight or (
+                    state.entries is not None and state.loaded_at >= self._reconciled_at
+                ):
+                    self.invalidate(folder)
 
     def invalidate_all(self) -> None:
         for folder in list(self._folders):
