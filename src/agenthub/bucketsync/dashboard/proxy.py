@@ -110,9 +110,18 @@ class Proxy:
         target = f"{MODERATION_ROUTE}/{action}"
         return await self._send("POST", target, [], headers, body, peer)
 
-    async def hidden(self, headers: Mapping[str, str], peer: Peer = None) -> Reply:
-        """The posts an organizer hid, as bucket-sync lists them."""
-        return await self._send("GET", f"{MODERATION_ROUTE}/hidden", [], headers, None, peer)
+    async def moderation_get(
+        self,
+        path: str,
+        params: list[tuple[str, str]],
+        headers: Mapping[str, str],
+        peer: Peer = None,
+    ) -> Reply:
+        """A read of bucket-sync's moderation routes (the hidden posts, a job log)."""
+        if any(not _SEGMENT.match(part) for part in path.split("/")):
+            raise InvalidPath(f"{path!r} is not a moderation path", hint="hidden, job-log/NAME")
+        target = f"{MODERATION_ROUTE}/{path}"
+        return await self._send("GET", target, params, headers, None, peer)
 
     async def _send(
         self,

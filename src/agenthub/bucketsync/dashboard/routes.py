@@ -13,11 +13,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.dashboard import moderation
+from agenthub.bucketsync.dashboard import joblogs, moderation
 from agenthub.bucketsync.dashboard.oauth import OAuthFlow
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy, Reply
 from agenthub.bucketsync.errors import BucketSyncError, Forbidden, NotFound
@@ -177,6 +177,14 @@ def _add_moderation_routes(
     def hidden() -> dict[str, Any]:
         return {"hidden": moderation.hidden_posts(hub())}
 
+    @router.get("/moderation/job-log/{filename}")
+    def job_log(filename: str, request: Request, whole: bool = False) -> Response:
+        token = _auth_headers(request, oauth).get("authorization")
+        if whole:
+            log = joblogs.verification_log(hub(), token, filename)
+            return Response(log, media_type="text/plain; charset=utf-8")
+        return JSONResponse(joblogs.log_tail(hub(), token, filename))
+
     @router.post("/moderation/verdict")
     def verdict(body: VerdictBody, request: Request) -> dict[str, Any]:
         return moderation.set_verdict(
@@ -206,7 +214,14 @@ def _add_forwarded_moderation_routes(
 
     @router.get("/moderation/hidden")
     async def hidden(request: Request) -> Response:
-        return _reply(await proxy.hidden(_auth_headers(request, oauth), _peer(request)))
+        headers = _auth_headers(request, oauth)
+        return _reply(await proxy.moderation_get("hidden", [], headers, _peer(request)))
+
+    @router.get("/moderation/job-log/{filename}")
+    async def job_log(filename: str, request: Request) -> Response:
+        headers, query = _auth_headers(request, oauth), list(request.query_params.multi_items())
+        path = f"job-log/{filename}"
+        return _reply(await proxy.moderation_get(path, query, headers, _peer(request)))
 
     @router.post("/moderation/{action}")
     async def moderate(action: str, request: Request) -> Response:
