@@ -14,14 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.app import create_dashboard_app
-from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.scoring.runs import LOGS_FILE
 from agenthub.bucketsync.storage.base import Batch
-from agenthub.bucketsync.storage.local import LocalBucketStore
-from tests.bucketsync.conftest import ORG, World, make_settings
-from tests.bucketsync.dashboard.browser import chromium
+from tests.bucketsync.conftest import World
+from tests.bucketsync.dashboard.browser import chromium, live_world
 from tests.bucketsync.dashboard.test_dashboard_browser import PHONE, Site, post_result
 from tests.support.servers import live_server
 
@@ -34,15 +31,8 @@ LOG = "".join(f"line {n}: {SECRET if n == 1 else 'ok'}\n" for n in range(1, 101)
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("joblog")
-    settings = make_settings(root / "data", LISTING_TTL_S="0")
-    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
-    with (
-        chromium() as browser,
-        live_server(app) as base,
-        httpx.Client(base_url=base, timeout=30) as client,
-    ):
-        world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
+    with chromium() as browser, live_world(root / "data", LISTING_TTL_S="0") as (base, world):
+        settings = world.hub.settings
         world.user("boss", role="admin")
         world.user("carol", role="contributor")
         world.agent("alpha")

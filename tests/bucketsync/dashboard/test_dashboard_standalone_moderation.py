@@ -14,12 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.app import create_dashboard_app
-from agenthub.bucketsync.identity.local import LocalIdentity
-from agenthub.bucketsync.storage.local import LocalBucketStore
-from tests.bucketsync.conftest import ORG, World, make_settings
-from tests.bucketsync.dashboard.browser import chromium
+from tests.bucketsync.conftest import World
+from tests.bucketsync.dashboard.browser import chromium, live_world
 from tests.bucketsync.dashboard.test_dashboard_browser import PHONE, TIMEOUT_MS, post_result
 from tests.support.servers import live_server
 
@@ -40,16 +37,11 @@ class Fronted:
 
 @pytest.fixture
 def fronted(tmp_path: Path) -> Iterator[Fronted]:
-    settings = make_settings(tmp_path / "data", LISTING_TTL_S="0")
-    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    app = create_app(settings, store=LocalBucketStore(settings.data_dir), identity=identity)
     with (
-        live_server(app) as upstream,
+        live_world(tmp_path / "data", LISTING_TTL_S="0") as (upstream, world),
         live_server(create_dashboard_app(upstream)) as base,
-        httpx.Client(base_url=upstream, timeout=30) as client,
         httpx.Client(base_url=base, timeout=30) as dashboard,
     ):
-        world = World(client, app.state.hub, identity)  # type: ignore[arg-type]
         world.user("boss", role="admin")
         world.user("carol", role="contributor")
         world.agent("alpha")
