@@ -146,7 +146,7 @@ class Reader:
         return [f"[ -f {kept} ] && . {kept}", f"[ -f {exported} ] && . {exported}", "set -e"]
 
     def run_block(
-        self, block: str, ready: Callable[[Server], bool], *, timeout: float = 60
+        self, block: str, ready: Callable[[Server], bool], *, timeout: float = 120
     ) -> tuple[str, list[Server]]:
         """Run one block, its long-running commands as the module docstring says; return
         what it printed and the servers it left running."""
@@ -167,7 +167,7 @@ class Reader:
         return "".join(printed), running
 
     def start(
-        self, command: str, ready: Callable[[Server], bool], *, timeout: float = 60
+        self, command: str, ready: Callable[[Server], bool], *, timeout: float = 120
     ) -> Server:
         """Start a long-running command in the background; return once `ready` says so."""
         # `env` runs a command with its `VAR=value` prefix, so `exec` leaves the command
@@ -191,7 +191,7 @@ class Reader:
             time.sleep(0.2)
         return server
 
-    def run(self, block: str, *, timeout: float = 60) -> str:
+    def run(self, block: str, *, timeout: float = 120) -> str:
         """Run one block; raise with its output when any command in it fails."""
         kept, exported = self.workdir / ".variables.sh", self.workdir / ".exported.sh"
         script = "\n".join(

@@ -146,6 +146,9 @@ def session(up: Up) -> Iterator[Session]:
         reading.close()
 
 
+# The whole README: ~40 CLI calls, five servers, a benchmark job and its re-run. About a
+# minute on an idle machine; several on a machine shared by a full test run.
+@pytest.mark.timeout(600)
 def test_the_readme_runs_top_to_bottom(session: Session) -> None:
     readme, up = README.read_text(), session.up
     part = {heading: section(readme, heading) for heading in headings(readme)}
