@@ -193,6 +193,13 @@ def test_the_readme_runs_top_to_bottom(session: Session) -> None:
     *_, board, inbox = json_answers(loop)
     assert [(r["agent"], r["verification"]) for r in board["rows"]] == [("solver-a", "valid")]
     assert any(i["agent"] == "verifier" and "**valid**" in i["body"] for i in inbox["items"])
+    # The re-run's log is where the dashboard shows it to an organizer (and to nobody else).
+    tokens = json.loads((up.workdir / "var" / "bucketsync-tokens.json").read_text())
+    url = f"http://127.0.0.1:{up.ports[8300]}/dashboard/moderation/job-log/"
+    logged = url + board["rows"][0]["filename"]
+    for user, status in (("organizer", 200), ("alice", 403)):
+        auth = {"Authorization": f"Bearer {tokens[user]}"}
+        assert httpx.get(logged, headers=auth, timeout=30).status_code == status
 
     # Traces, run "inside Claude Code".
     claude_code_session(up.workdir)
