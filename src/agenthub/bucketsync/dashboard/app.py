@@ -89,6 +89,6 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     app = FastAPI(title="agenthub dashboard", version="1", docs_url=None, redoc_url=None)
     serve_docs(app)
     errors.install(app)
-    app.include_router(build_router(Proxy(client), None, poll_s=poll_s))
+    app.include_router(build_router(Proxy(client), None, poll_s=poll_s, forward_moderation=True))
     app.include_router(favicon_router())
     return app
