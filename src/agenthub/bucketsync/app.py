@@ -48,7 +48,7 @@ from agenthub.bucketsync.settings import (
     SettingsError,
     load_settings,
 )
-from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
+from agenthub.bucketsync.storage.base import BucketInfo, BucketStore, ConditionalStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 from agenthub.heap import freeze_startup_objects
@@ -216,6 +216,9 @@ def build_hub(
         longpoll=longpoll,
         locks=locks,
         folder_listeners=folder_listeners,
+        # On S3 the processes sharing the bucket may share no lock (no Redis, other
+        # machines): shared files are edited by conditional writes (core.shared).
+        swaps=settings.storage == "s3" and isinstance(store, ConditionalStore),
     )
 
 
