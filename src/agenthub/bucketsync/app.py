@@ -56,6 +56,7 @@ from agenthub.heap import freeze_startup_objects
 if TYPE_CHECKING:
     from agenthub.bucketsync.scaleout.bus import RedisBus
     from agenthub.bucketsync.scaleout.presence import RedisPresence
+    from agenthub.bucketsync.storage.s3 import S3Config
 
 log = logging.getLogger(__name__)
 
@@ -90,21 +91,25 @@ def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin
     return local_store(settings.data_dir), local_identity(settings)
 
 
-def s3_store(settings: OfflineSettings) -> BucketStore:
-    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+def s3_config(settings: OfflineSettings) -> S3Config:
+    from agenthub.bucketsync.storage.s3 import S3Config
 
     secret = settings.s3_secret_access_key
-    return S3BucketStore(
-        S3Config(
-            bucket=settings.s3_bucket,
-            prefix=settings.s3_prefix,
-            endpoint=settings.s3_endpoint,
-            region=settings.s3_region,
-            access_key_id=settings.s3_access_key_id,
-            secret_access_key=secret.get_secret_value() if secret is not None else None,
-            deadline_s=settings.s3_deadline_s,
-        )
+    return S3Config(
+        bucket=settings.s3_bucket,
+        prefix=settings.s3_prefix,
+        endpoint=settings.s3_endpoint,
+        region=settings.s3_region,
+        access_key_id=settings.s3_access_key_id,
+        secret_access_key=secret.get_secret_value() if secret is not None else None,
+        deadline_s=settings.s3_deadline_s,
     )
+
+
+def s3_store(settings: OfflineSettings) -> BucketStore:
+    from agenthub.bucketsync.storage.s3 import S3BucketStore
+
+    return S3BucketStore(s3_config(settings))
 
 
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
@@ -137,6 +142,8 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
         )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
+    if settings.storage == "s3":
+        return LocalJobRunner(settings.data_dir, s3=s3_config(settings))
     return LocalJobRunner(settings.data_dir)
 
 

@@ -155,15 +155,10 @@ class BucketSyncSettings(OfflineSettings):
                 "BUCKETSYNC_STORAGE=s3 needs BUCKETSYNC_S3_BUCKET (the S3 bucket that holds "
                 "every bucket-sync bucket; BUCKETSYNC_S3_ENDPOINT for MinIO, R2 or GCS)"
             )
-        if self.storage == "s3" and self.jobs_enabled:
+        if self.job_runner == "local" and self.storage == "hf":
             raise ValueError(
-                "JOBS_ENABLED=true is not supported with BUCKETSYNC_STORAGE=s3 yet (no job "
-                "runner reads S3 buckets); use local or hf storage for benchmark jobs"
-            )
-        if self.job_runner == "local" and self.storage != "local":
-            raise ValueError(
-                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
-                "copies prefixes out of local buckets); use hf, or leave it unset"
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local or s3 (the local "
+                "runner copies prefixes out of those stores); use hf, or leave it unset"
             )
         if self.verifier_guard_field and self.verifier_guard_cap is None:
             raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")
