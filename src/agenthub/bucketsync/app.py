@@ -38,7 +38,7 @@ from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
 from agenthub.bucketsync.dashboard.routes import Branding
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
-from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity, UsersDocument
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
@@ -112,11 +112,32 @@ def s3_store(settings: OfflineSettings) -> BucketStore:
     return S3BucketStore(s3_config(settings))
 
 
+def shared_identity(settings: BucketSyncSettings, store: BucketStore) -> UserAdmin:
+    """The users document in the shared store (S3): every process on every host reads it."""
+    from agenthub.bucketsync.identity.stored import StoredUsers
+
+    assert isinstance(store, ConditionalStore)
+    return LocalIdentity(StoredUsers(store), org=settings.org)
+
+
+def users_document(settings: OfflineSettings) -> Path | UsersDocument:
+    """Where `agenthub bucketsync users …` edits users: the shared store on s3, else the
+    data directory's `users.json`."""
+    if settings.storage == "s3":
+        from agenthub.bucketsync.identity.stored import StoredUsers
+
+        store = s3_store(settings)
+        assert isinstance(store, ConditionalStore)
+        return StoredUsers(store)
+    return settings.data_dir / "users.json"
+
+
 def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
     """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects. On s3 the
-    identity is still this host's token file (`users.json` in the data directory)."""
+    token file lives in the S3 bucket, so every host knows the same users."""
     if settings.storage == "s3":
-        return s3_store(settings), local_identity(settings)
+        store = s3_store(settings)
+        return store, shared_identity(settings, store)
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 

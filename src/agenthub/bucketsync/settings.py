@@ -30,6 +30,7 @@ class OfflineSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
     # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
     hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
@@ -106,8 +107,6 @@ class BucketSyncSettings(OfflineSettings):
     space_host: str | None = Field(None, alias="SPACE_HOST")
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
-
-    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
 
     # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
     job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
