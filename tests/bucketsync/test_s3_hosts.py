@@ -92,6 +92,14 @@ def test_a_user_added_on_one_host_authenticates_on_the_other(s3: S3Server, tmp_p
         answer = me(b["base"], token)
         assert answer.status_code == 200, answer.text
         assert answer.json()["hf_user"] == "carol"
+        # The dashboard's sign-in is the token itself (kept by the browser, sent with each
+        # call): signed in on A, the same page works against B.
+        page = httpx.get(
+            f"{b['base']}/dashboard/api/v1/me",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert page.status_code == 200 and page.json()["hf_user"] == "carol", page.text
         # Neither host wrote a users.json of its own: the document is in the bucket.
         assert not (tmp_path / "data-a" / "users.json").exists()
         assert not (tmp_path / "data-b" / "users.json").exists()
