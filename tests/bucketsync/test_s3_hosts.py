@@ -8,6 +8,9 @@ server serving one request at a time (each conditional put atomic, as on AWS S3:
 - Verdicts committed concurrently through both hosts all land in the verification index
   (compare-and-swap, `core.shared`); the broken variant, the same edit as a plain
   read-modify-write (`Hub.swaps` off: each host's lock guards only itself), loses one.
+- Two hosts launching at once stay within the job quota (a reservation swapped into the
+  ledger), where the plain rewrite launches both and records one; two hosts dispatching one
+  queue launch each entry once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +30,12 @@ import pytest
 
 from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.errors import RateLimited
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.identity.stored import StoredUsers
 from agenthub.bucketsync.results.verification import VERIFICATION_INDEX
+from agenthub.bucketsync.scoring.queue import QUEUE_PATH, ScoringQueue
+from agenthub.bucketsync.scoring.quota import JobQuota, NamedQuotaLock, QuotaLedger
 from agenthub.bucketsync.scoring.verdicts import VerdictBook
 from agenthub.bucketsync.storage.base import Batch, Versioned
 from agenthub.bucketsync.storage.s3 import S3BucketStore
@@ -159,7 +166,7 @@ def test_two_hosts_commit_concurrent_verdicts_without_losing_one(
         def promote(n: int) -> None:
             filenames[n] = promote_result(worlds[n % 2], f"agent-{n % 4}", n)
 
-        run_all([lambda n=n: promote(n) for n in range(8)])
+        run_all([partial(promote, n) for n in range(8)])
         assert stored_index(s3_store(s3, bucket)) == {name: "pending" for name in filenames}
         # Eight verdicts at once, alternating hosts.
         verdicts = {name: ("valid" if n % 3 else "invalid") for n, name in enumerate(filenames)}
@@ -176,7 +183,7 @@ def test_two_hosts_commit_concurrent_verdicts_without_losing_one(
             )
             assert response.status_code == 200, response.text
 
-        run_all([lambda n=n: judge(n) for n in range(8)])
+        run_all([partial(judge, n) for n in range(8)])
         assert stored_index(s3_store(s3, bucket)) == verdicts
 
 
@@ -200,12 +207,14 @@ def run_all(calls: list[Callable[[], None]]) -> None:
 
 
 class BothReadFirst:
-    """The S3 store, except that the first read of the verification index by each of two
-    threads waits until both have read it: the interleaving in which two hosts' edits
-    overlap, made certain instead of likely."""
+    """The S3 store, except that the first read of `path` (the verification index unless
+    told) by each of two threads waits until both have read it: the interleaving in which
+    two hosts' edits overlap, made certain instead of likely."""
 
-    def __init__(self, inner: S3BucketStore) -> None:
+    def __init__(self, inner: S3BucketStore, path: str = VERIFICATION_INDEX) -> None:
         self._inner = inner
+        self._path = path
+        self.armed = True  # False: reads pass through (setting up)
         self._barrier = threading.Barrier(2, timeout=20)
         self._waited = threading.local()
 
@@ -213,7 +222,7 @@ class BothReadFirst:
         return getattr(self._inner, name)
 
     def _meet(self, path: str) -> None:
-        if path == VERIFICATION_INDEX and not getattr(self._waited, "done", False):
+        if self.armed and path == self._path and not getattr(self._waited, "done", False):
             self._waited.done = True
             self._barrier.wait()
 
@@ -228,33 +237,34 @@ class BothReadFirst:
         return found
 
 
-def overlapping_verdicts(s3: S3Server, tmp_path: Path, *, swaps: bool) -> dict[str, str]:
-    """Two hosts (own data directories, one S3 bucket) commit a verdict each, their reads
-    of the index overlapping; the index as stored after both."""
-    bucket = s3.new_bucket()
-    store = BothReadFirst(s3_store(s3, bucket))
+def two_hubs(
+    store: BothReadFirst, bucket: str, s3: S3Server, tmp_path: Path, *, swaps: bool
+) -> list[Hub]:
+    """Two hosts' Hubs (own data directories, so own locks) on one S3 bucket."""
     hubs: list[Hub] = []
     for name in ("a", "b"):
-        settings = make_settings(tmp_path / name, **s3.env(bucket))
+        settings = make_settings(tmp_path / name, **s3.env(bucket), JOBS_ENABLED="true")
         identity = LocalIdentity(tmp_path / name / "users.json", org=ORG)
         hub = create_app(settings, store=store, identity=identity).state.hub  # type: ignore[arg-type]
         hub.swaps = swaps
         hubs.append(hub)
-    for hub in hubs:
-        hub.store.create(hub.central, creator="bucket-sync")
-        hub.store.create(hub.settings.audit_bucket, creator="bucket-sync", private=True)
+    hubs[0].store.create(hubs[0].central, creator="bucket-sync")
+    hubs[0].store.create(hubs[0].settings.audit_bucket, creator="bucket-sync", private=True)
+    return hubs
+
+
+def overlapping_verdicts(s3: S3Server, tmp_path: Path, *, swaps: bool) -> dict[str, str]:
+    """Two hosts commit a verdict each, their reads of the index overlapping; the index as
+    stored after both."""
+    bucket = s3.new_bucket()
+    hubs = two_hubs(BothReadFirst(s3_store(s3, bucket)), bucket, s3, tmp_path, swaps=swaps)
     results = ["20261206-000000-000_agent-1.md", "20261206-000001-000_agent-2.md"]
     s3_store(s3, bucket).write_batch(
         CENTRAL,
         Batch(adds=[(VERIFICATION_INDEX, json.dumps(dict.fromkeys(results, "pending")).encode())]),
     )
     ledgers = [{"state": "decided", "verdict": v, "announced": True} for v in ("valid", "invalid")]
-    run_all(
-        [
-            lambda n=n: VerdictBook(hubs[n]).commit(results[n], ledgers[n])  # type: ignore[misc]
-            for n in range(2)
-        ]
-    )
+    run_all([partial(VerdictBook(hubs[n]).commit, results[n], ledgers[n]) for n in range(2)])
     return stored_index(s3_store(s3, bucket))
 
 
@@ -272,3 +282,75 @@ def test_broken_variant_a_plain_read_modify_write_loses_one_of_them(
     # against the other host, so both read the index, both write, and the last one wins.
     index = overlapping_verdicts(s3, tmp_path, swaps=False)
     assert sorted(index.values()) in (["invalid", "pending"], ["pending", "valid"])
+
+
+# -- the quota ledger and the queue -----------------------------------------------------------
+def overlapping_launches(s3: S3Server, tmp_path: Path, *, swaps: bool) -> tuple[int, int]:
+    """Two hosts launch a job each for one agent whose cap is 1, their reads of the ledger
+    overlapping; (launches started, rows in the ledger)."""
+    bucket = s3.new_bucket()
+    path = make_settings(tmp_path).job_quota_ledger_path
+    hubs = two_hubs(BothReadFirst(s3_store(s3, bucket), path), bucket, s3, tmp_path, swaps=swaps)
+    started: list[str] = []
+    refused: list[RateLimited] = []
+
+    def launch(hub: Hub) -> None:
+        quota = JobQuota(
+            QuotaLedger(hub.store, hub.settings.audit_bucket, path),
+            NamedQuotaLock(lambda: hub.locks),
+            hub.clock,
+            per_agent=1,
+            per_user=10,
+            swaps=hub.swaps,
+        )
+
+        def start() -> tuple[str, None]:
+            started.append(hub.settings.data_dir.name)
+            return f"job-{hub.settings.data_dir.name}", None
+
+        try:
+            quota.launch("agent-1", "alice", start)
+        except RateLimited as exc:
+            refused.append(exc)
+
+    run_all([partial(launch, hub) for hub in hubs])
+    ledger = s3_store(s3, bucket).read(hubs[0].settings.audit_bucket, path) or b""
+    return len(started), len(ledger.splitlines())
+
+
+def test_two_hosts_launching_at_once_stay_within_the_quota(s3: S3Server, tmp_path: Path) -> None:
+    assert overlapping_launches(s3, tmp_path, swaps=True) == (1, 1)
+
+
+def test_broken_variant_a_plain_ledger_rewrite_lets_both_launch(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    started, rows = overlapping_launches(s3, tmp_path, swaps=False)
+    assert started == 2  # over the cap of 1
+    assert rows == 1  # and the ledger kept only one of them
+
+
+def test_two_hosts_dispatching_one_queue_launch_each_entry_once(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    bucket = s3.new_bucket()
+    store = BothReadFirst(s3_store(s3, bucket), QUEUE_PATH)
+    store.armed = False
+    hubs = two_hubs(store, bucket, s3, tmp_path, swaps=True)
+    queues = [ScoringQueue(hub, concurrency=4, heartbeat_s=1.0) for hub in hubs]
+    for key in ("r1.md", "r2.md", "r3.md"):
+        assert ScoringQueue(hubs[0], concurrency=4, heartbeat_s=1.0).enqueue(key, result=key)
+    store.armed = True
+    launched: list[str] = []
+    lock = threading.Lock()
+
+    def launch(entry: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            launched.append(str(entry["key"]))
+        return {"job_id": f"job-{entry['key']}"}
+
+    run_all([partial(queue.dispatch, launch) for queue in queues])
+    store.armed = False
+    assert sorted(launched) == ["r1.md", "r2.md", "r3.md"]
+    running = queues[0].view()["running"]
+    assert sorted(e["job_id"] for e in running) == ["job-r1.md", "job-r2.md", "job-r3.md"]
