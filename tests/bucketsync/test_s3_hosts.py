@@ -39,9 +39,10 @@ from agenthub.bucketsync.scoring.quota import JobQuota, NamedQuotaLock, QuotaLed
 from agenthub.bucketsync.scoring.verdicts import VerdictBook
 from agenthub.bucketsync.storage.base import Batch, Versioned
 from agenthub.bucketsync.storage.s3 import S3BucketStore
-from tests.bucketsync.conftest import ORG, World, make_settings
+from tests.bucketsync.conftest import ORG, make_settings
+from tests.bucketsync.coordination.test_multiworker import promote_result
 from tests.bucketsync.scoring.conftest import eventually
-from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env
+from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env, stop
 from tests.bucketsync.test_s3_store import s3_store
 from tests.support.s3server import S3Server, running_s3
 
@@ -66,12 +67,7 @@ def two_hosts(s3: S3Server, bucket: str, tmp_path: Path) -> Iterator[list[dict[s
             hosts.append({"name": name, "base": base, "env": env})
         yield hosts
     finally:
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
 
 
 def users_add(env: dict[str, str], name: str, role: str) -> str:
@@ -133,16 +129,6 @@ def test_a_revoke_made_on_one_host_holds_on_the_other(s3: S3Server, tmp_path: Pa
 CENTRAL = make_settings(Path("unused")).central_bucket
 
 
-def promote_result(world: World, agent: str, n: int) -> str:
-    body = f"---\nscore: 0.{n + 1}\nmethod: m\nstatus: agent-run\ndescription: d\n---\nrun {n}\n"
-    assert world.put(agent, f"results/r{n}.md", body).status_code == 201
-    response = world.client.post(
-        "/v1/results", json={"source": world.uri(agent, f"results/r{n}.md")}
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["filename"])
-
-
 def stored_index(store: S3BucketStore) -> dict[str, str]:
     data = store.read(CENTRAL, VERIFICATION_INDEX)
     return dict(json.loads(data)) if data else {}
@@ -164,7 +150,7 @@ def test_two_hosts_commit_concurrent_verdicts_without_losing_one(
         filenames: list[str] = [""] * 8
 
         def promote(n: int) -> None:
-            filenames[n] = promote_result(worlds[n % 2], f"agent-{n % 4}", n)
+            filenames[n] = promote_result(worlds[n % 2], f"agent-{n % 4}", (n + 1) / 10)
 
         run_all([partial(promote, n) for n in range(8)])
         assert stored_index(s3_store(s3, bucket)) == {name: "pending" for name in filenames}
@@ -187,11 +173,11 @@ def test_two_hosts_commit_concurrent_verdicts_without_losing_one(
         assert stored_index(s3_store(s3, bucket)) == verdicts
 
 
-def run_all(calls: list[Callable[[], None]]) -> None:
+def run_all(calls: list[Callable[[], object]]) -> None:
     """Run `calls` on threads at once; re-raise the first failure."""
     errors: list[BaseException] = []
 
-    def guarded(call: Callable[[], None]) -> None:
+    def guarded(call: Callable[[], object]) -> None:
         try:
             call()
         except BaseException as exc:  # reported below
@@ -245,7 +231,7 @@ def two_hubs(
     for name in ("a", "b"):
         settings = make_settings(tmp_path / name, **s3.env(bucket), JOBS_ENABLED="true")
         identity = LocalIdentity(tmp_path / name / "users.json", org=ORG)
-        hub = create_app(settings, store=store, identity=identity).state.hub  # type: ignore[arg-type]
+        hub = create_app(settings, store=store, identity=identity).state.hub
         hub.swaps = swaps
         hubs.append(hub)
     hubs[0].store.create(hubs[0].central, creator="bucket-sync")

@@ -28,7 +28,7 @@ from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
-from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env
+from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env, stop
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 from tests.support.s3server import KEY_ID, REGION, SECRET, S3Server, running_s3
 
@@ -325,10 +325,5 @@ def test_two_processes_with_separate_data_dirs_share_one_s3_bucket(
     finally:
         for world in worlds:
             world.client.close()
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
         drop_prefix(url, prefix)
