@@ -37,6 +37,7 @@ from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
 from agenthub.bucketsync.dashboard.routes import Branding
+from agenthub.bucketsync.dashboard.signins import SignIns
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
 from agenthub.bucketsync.identity.local import LocalIdentity, UsersDocument
 from agenthub.bucketsync.runners.base import JobRunner
@@ -183,6 +184,15 @@ def redis_presence(bus: RedisBus, prefix: str) -> RedisPresence:
     # Best effort (a forecast, never a write's outcome): short timeouts.
     client = redis.Redis.from_url(bus.url, socket_timeout=2, socket_connect_timeout=2)
     return RedisPresence(client, prefix, origin=bus.origin)
+
+
+def redis_signins(bus: RedisBus, prefix: str, clock: Clock) -> SignIns:
+    """The dashboard's sign-in states and sessions in Redis, shared by every worker."""
+    import redis
+
+    from agenthub.bucketsync.scaleout.signins import RedisSignIns
+
+    return RedisSignIns(redis.Redis.from_url(bus.url, socket_timeout=5), prefix, clock)
 
 
 # -- the Hub ----------------------------------------------------------------------------
@@ -429,7 +439,13 @@ def create_app(
     app.include_router(scoring_routes.router)
     if settings.serves_buckets:
         app.include_router(local.router)
-    oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
+    oauth = oauth_from_settings(
+        settings,
+        identity,
+        clock,
+        provider=oauth_provider,
+        signins=redis_signins(bus, settings.bus_key_prefix, clock) if bus is not None else None,
+    )
     dashboard.install(
         app,
         oauth=oauth,
