@@ -10,15 +10,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.dashboard.routes import SESSION_COOKIE, STATE_COOKIE
-from agenthub.bucketsync.identity.local import LocalIdentity
-from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
-from tests.bucketsync.conftest import ORG, make_settings
-from tests.bucketsync.dashboard.test_dashboard_oauth import OAUTH, LocalAuthServer, Site, failure_of
+from tests.bucketsync.conftest import make_settings
+from tests.bucketsync.dashboard.test_dashboard_oauth import (
+    OAUTH,
+    LocalAuthServer,
+    Site,
+    failure_of,
+    open_site,
+)
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
 pytestmark = pytest.mark.redis
@@ -26,21 +28,9 @@ pytestmark = pytest.mark.redis
 
 def two_sites(tmp_path: Path, clock: FrozenClock, **bus: str) -> Iterator[tuple[Site, Site]]:
     settings = make_settings(tmp_path / "data", **OAUTH, **bus)
-    identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
     auth = LocalAuthServer()
     with ExitStack() as stack:
-        sites = []
-        for _ in range(2):
-            app = create_app(
-                settings,
-                store=LocalBucketStore(settings.data_dir, clock=clock),
-                identity=identity,
-                clock=clock,
-                oauth_provider=auth,
-            )
-            client = stack.enter_context(TestClient(app, base_url="https://testserver"))
-            sites.append(Site(client, auth, identity, clock))
-        yield sites[0], sites[1]
+        yield open_site(stack, settings, auth, clock), open_site(stack, settings, auth, clock)
 
 
 @pytest.fixture
