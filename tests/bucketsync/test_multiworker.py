@@ -42,7 +42,8 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Generous: on a loaded 2-core machine an interpreter start plus imports took over 30 s.
+    deadline = time.monotonic() + 90
     while True:
         try:
             if httpx.get(f"{base}/v1/healthz", timeout=1).status_code == 200:

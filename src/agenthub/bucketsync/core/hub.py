@@ -22,7 +22,7 @@ from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings
-from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry
+from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry, RequestBudget
 from agenthub.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ class Hub:
     # Every post answers with its `reach`; False only for bench/coordination_reach.py's
     # control run (the same post without the forecast).
     reach_forecast: bool = True
+    # The HF token's request budget (`/v1/healthz` shows it); None when not governed.
+    budget: RequestBudget | None = None
     # Shared files (the verification index, the quota ledger, the scoring queue) are edited
     # by compare-and-swap instead of under the named locks (`core.shared`): S3, where
     # processes on several machines share the bucket with no lock between them.
