@@ -73,7 +73,10 @@ def test_the_verifier_scores_a_champion_on_s3(s3_world: ScoringWorld) -> None:
     submit(world, "agent-1", "sub/", **{"score.txt": "0.5"})
     filename = promote(world, "agent-1", "results/r.md", 0.5, "sub/")
     eventually(lambda: world.index().get(filename) == "valid", timeout=60)
-    queue: dict[str, Any] = world.client.get("/v1/queue").json()
+    # The verdict is written before the run leaves the queue.
+    queue: dict[str, Any] = eventually(
+        lambda: (q := world.client.get("/v1/queue").json())["recent"] and q
+    )
     assert queue["running"] == [] and queue["queue"] == []
     assert [r["result"] for r in queue["recent"]] == [filename]
     board = world.client.get("/v1/messages").json()["items"]
