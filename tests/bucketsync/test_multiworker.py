@@ -56,6 +56,16 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
         time.sleep(0.1)
 
 
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Terminate `serve` processes, killing one that does not exit in 10 s."""
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a `bucketsync serve` subprocess of these tests on `data_dir`
     (local storage unless `extra` says otherwise)."""
@@ -94,12 +104,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[HttpWorld, HttpWorld]]:
         a.client.close()
         b.client.close()
     finally:
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
         drop_prefix(url, prefix)
 
 

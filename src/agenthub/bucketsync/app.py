@@ -37,8 +37,9 @@ from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
 from agenthub.bucketsync.dashboard.routes import Branding
+from agenthub.bucketsync.dashboard.signins import SignIns
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
-from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity, UsersDocument
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
@@ -48,7 +49,12 @@ from agenthub.bucketsync.settings import (
     SettingsError,
     load_settings,
 )
-from agenthub.bucketsync.storage.base import BucketInfo, BucketStore, ChangeFeed
+from agenthub.bucketsync.storage.base import (
+    BucketInfo,
+    BucketStore,
+    ChangeFeed,
+    ConditionalStore,
+)
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 from agenthub.heap import freeze_startup_objects
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
     from agenthub.bucketsync.scaleout.bus import RedisBus
     from agenthub.bucketsync.scaleout.presence import RedisPresence
     from agenthub.bucketsync.storage.governor import HubGovernor
+    from agenthub.bucketsync.storage.s3 import S3Config
 
 log = logging.getLogger(__name__)
 
@@ -139,31 +146,56 @@ def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin
     return local_store(settings.data_dir), local_identity(settings)
 
 
-def s3_store(settings: OfflineSettings) -> BucketStore:
-    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+def s3_config(settings: OfflineSettings) -> S3Config:
+    from agenthub.bucketsync.storage.s3 import S3Config
 
     secret = settings.s3_secret_access_key
-    return S3BucketStore(
-        S3Config(
-            bucket=settings.s3_bucket,
-            prefix=settings.s3_prefix,
-            endpoint=settings.s3_endpoint,
-            region=settings.s3_region,
-            access_key_id=settings.s3_access_key_id,
-            secret_access_key=secret.get_secret_value() if secret is not None else None,
-            deadline_s=settings.s3_deadline_s,
-        )
+    return S3Config(
+        bucket=settings.s3_bucket,
+        prefix=settings.s3_prefix,
+        endpoint=settings.s3_endpoint,
+        region=settings.s3_region,
+        access_key_id=settings.s3_access_key_id,
+        secret_access_key=secret.get_secret_value() if secret is not None else None,
+        deadline_s=settings.s3_deadline_s,
     )
+
+
+def s3_store(settings: OfflineSettings) -> BucketStore:
+    from agenthub.bucketsync.storage.s3 import S3BucketStore
+
+    return S3BucketStore(s3_config(settings))
+
+
+def shared_identity(settings: BucketSyncSettings, store: BucketStore) -> UserAdmin:
+    """The users document in the shared store (S3): every process on every host reads it."""
+    from agenthub.bucketsync.identity.stored import StoredUsers
+
+    assert isinstance(store, ConditionalStore)
+    return LocalIdentity(StoredUsers(store), org=settings.org)
+
+
+def users_document(settings: OfflineSettings) -> Path | UsersDocument:
+    """Where `agenthub bucketsync users …` edits users: the shared store on s3, else the
+    data directory's `users.json`."""
+    if settings.storage == "s3":
+        from agenthub.bucketsync.identity.stored import StoredUsers
+
+        store = s3_store(settings)
+        assert isinstance(store, ConditionalStore)
+        return StoredUsers(store)
+    return settings.data_dir / "users.json"
 
 
 def default_adapters(
     settings: BucketSyncSettings, governor: HubGovernor | None = None
 ) -> tuple[BucketStore, Identity]:
     """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects (on hf, spending
-    `governor`'s budget). On s3 the identity is still this host's token file (`users.json`
-    in the data directory)."""
+    `governor`'s budget). On s3 the token file lives in the S3 bucket, so every host knows
+    the same users."""
     if settings.storage == "s3":
-        return s3_store(settings), local_identity(settings)
+        store = s3_store(settings)
+        return store, shared_identity(settings, store)
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
@@ -191,6 +223,8 @@ def default_runner(settings: BucketSyncSettings, governor: HubGovernor | None = 
         )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
+    if settings.storage == "s3":
+        return LocalJobRunner(settings.data_dir, s3=s3_config(settings))
     return LocalJobRunner(settings.data_dir)
 
 
@@ -209,6 +243,15 @@ def redis_presence(bus: RedisBus, prefix: str) -> RedisPresence:
     # Best effort (a forecast, never a write's outcome): short timeouts.
     client = redis.Redis.from_url(bus.url, socket_timeout=2, socket_connect_timeout=2)
     return RedisPresence(client, prefix, origin=bus.origin)
+
+
+def redis_signins(bus: RedisBus, prefix: str, clock: Clock) -> SignIns:
+    """The dashboard's sign-in states and sessions in Redis, shared by every worker."""
+    import redis
+
+    from agenthub.bucketsync.scaleout.signins import RedisSignIns
+
+    return RedisSignIns(redis.Redis.from_url(bus.url, socket_timeout=5), prefix, clock)
 
 
 # -- the Hub ----------------------------------------------------------------------------
@@ -273,6 +316,9 @@ def build_hub(
         locks=locks,
         folder_listeners=folder_listeners,
         budget=budget,
+        # On S3 the processes sharing the bucket may share no lock (no Redis, other
+        # machines): shared files are edited by conditional writes (core.shared).
+        swaps=settings.storage == "s3" and isinstance(store, ConditionalStore),
     )
 
 
@@ -474,7 +520,13 @@ def create_app(
     app.include_router(scoring_routes.router)
     if settings.serves_buckets:
         app.include_router(local.router)
-    oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
+    oauth = oauth_from_settings(
+        settings,
+        identity,
+        clock,
+        provider=oauth_provider,
+        signins=redis_signins(bus, settings.bus_key_prefix, clock) if bus is not None else None,
+    )
     dashboard.install(
         app,
         oauth=oauth,

@@ -36,6 +36,7 @@ class OfflineSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
     # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
     hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
@@ -113,7 +114,6 @@ class BucketSyncSettings(OfflineSettings):
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
-    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
     # On hf: follow the central bucket's change feed instead of re-listing it every TTL
     # (storage/hffeed.py says when the feed counts as live, and the fallback).
     hub_feed: bool = Field(True, alias="HUB_FEED")
@@ -173,15 +173,10 @@ class BucketSyncSettings(OfflineSettings):
                 "BUCKETSYNC_STORAGE=s3 needs BUCKETSYNC_S3_BUCKET (the S3 bucket that holds "
                 "every bucket-sync bucket; BUCKETSYNC_S3_ENDPOINT for MinIO, R2 or GCS)"
             )
-        if self.storage == "s3" and self.jobs_enabled:
+        if self.job_runner == "local" and self.storage == "hf":
             raise ValueError(
-                "JOBS_ENABLED=true is not supported with BUCKETSYNC_STORAGE=s3 yet (no job "
-                "runner reads S3 buckets); use local or hf storage for benchmark jobs"
-            )
-        if self.job_runner == "local" and self.storage != "local":
-            raise ValueError(
-                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
-                "copies prefixes out of local buckets); use hf, or leave it unset"
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local or s3 (the local "
+                "runner copies prefixes out of those stores); use hf, or leave it unset"
             )
         if self.verifier_guard_field and self.verifier_guard_cap is None:
             raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")

@@ -83,6 +83,10 @@ class Hub:
     reach_forecast: bool = True
     # The HF token's request budget (`/v1/healthz` shows it); None when not governed.
     budget: RequestBudget | None = None
+    # Shared files (the verification index, the quota ledger, the scoring queue) are edited
+    # by compare-and-swap instead of under the named locks (`core.shared`): S3, where
+    # processes on several machines share the bucket with no lock between them.
+    swaps: bool = False
 
     @property
     def central(self) -> str:
@@ -143,10 +147,13 @@ class Hub:
                     sorted(failed),
                     again.message,
                 )
+        return self.wrote_central([(path, data) for path, data in adds if path not in failed])
+
+    def wrote_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
+        """Insert files just written to the central bucket into the read model, and tell
+        the folder listeners."""
         written = []
         for path, data in adds:
-            if path in failed:
-                continue
             digest = hashlib.sha256(data).hexdigest()
             entry = FileEntry(path=path, size=len(data), content_hash=digest)
             folder = path.split("/", 1)[0] + "/"
