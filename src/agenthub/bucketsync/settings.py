@@ -83,6 +83,8 @@ class BucketSyncSettings(OfflineSettings):
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
+    # Staged disclosure: a result's method is withheld this long after its stamp (0: never).
+    result_embargo_hours: float = Field(0.0, ge=0, alias="RESULT_EMBARGO_HOURS")
 
     # Live features (seed §11-§13).
     digest_channel_recent: int = Field(3, alias="DIGEST_CHANNEL_RECENT")

@@ -19,7 +19,7 @@ from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
-from agenthub.bucketsync.results import pins
+from agenthub.bucketsync.results import embargo, lineage, pins
 from agenthub.bucketsync.results.baseline import is_baseline
 from agenthub.bucketsync.results.verification import verification_index
 from agenthub.bucketsync.storage.base import FileEntry
@@ -387,7 +387,7 @@ def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 def render_row(hub: Hub, row: Row) -> dict[str, Any]:
     record = registration(hub, row.agent)
     pinned = pins.read_pin(hub, row.filename)
-    return {
+    shown = {
         "rank": row.rank,
         "agent": row.agent,
         "hf_user": record.frontmatter.get("hf_user") if record else None,
@@ -401,4 +401,7 @@ def render_row(hub: Hub, row: Row) -> dict[str, Any]:
         # The same pin `GET /v1/results/{filename}` shows (the server's record of the
         # submission at promotion), by its manifest hash; null when the result names none.
         "pin": pinned["manifest_hash"] if pinned is not None else None,
+        # How often others built on this agent's work (results/lineage.py).
+        **lineage.credit_of(hub, row.agent),
     }
+    return embargo.row(hub, shown)
