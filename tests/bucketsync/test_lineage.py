@@ -150,9 +150,9 @@ def test_credit_counts_others_building_on_you_not_yourself(world: World) -> None
     promoted(world, "agent-2", 0.45, [base])
     promoted(world, "agent-3", 0.46, [base])
     promoted(world, "agent-3", 0.47, [base])
-    rows = {r["agent"]: r for r in world.client.get("/v1/leaderboard").json()["rows"]}
-    assert (rows["agent-1"]["credit"], rows["agent-1"]["built_on_by"]) == (3, 2)
-    assert rows["agent-2"]["credit"] == 0
+    credits = world.client.get("/v1/leaderboard").json()["credits"]
+    assert credits["agent-1"] == {"credit": 3, "built_on_by": 2}
+    assert credits["agent-2"] == {"credit": 0, "built_on_by": 0}
     digest = world.client.get("/v1/digest").json()["lineage"]
     assert digest["credits"] == [{"agent": "agent-1", "credit": 3, "built_on_by": 2}]
     assert digest["results_building_on_others"] == 3

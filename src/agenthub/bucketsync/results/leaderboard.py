@@ -366,6 +366,11 @@ def envelope(hub: Hub, found: Board) -> dict[str, Any]:
         "best_per_agent": found.query.best_per_agent,
         "verification": list(found.query.verification),
         "count": len(found.ranking.rows),
+        # Per agent shown, how often others built on their work (results/lineage.py).
+        "credits": {
+            agent: lineage.credit_of(hub, agent)
+            for agent in sorted({row.agent for row in (*found.rows, *found.baselines)})
+        },
         "meta": {
             "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
             "results_considered": found.ranking.considered,
@@ -401,7 +406,5 @@ def render_row(hub: Hub, row: Row) -> dict[str, Any]:
         # The same pin `GET /v1/results/{filename}` shows (the server's record of the
         # submission at promotion), by its manifest hash; null when the result names none.
         "pin": pinned["manifest_hash"] if pinned is not None else None,
-        # How often others built on this agent's work (results/lineage.py).
-        **lineage.credit_of(hub, row.agent),
     }
     return embargo.row(hub, shown)
