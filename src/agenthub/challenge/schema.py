@@ -91,6 +91,12 @@ class Limits(Strict):
     sync_max_files: int = Field(10_000, ge=1)
 
 
+class Disclosure(Strict):
+    # Staged disclosure: a result's method is withheld this long after its stamp (its
+    # score is public at once); 0 = never withheld.
+    embargo_hours: float = Field(0.0, ge=0, le=24 * 365)
+
+
 class Challenge(Strict):
     org: str
     slug: str
@@ -102,6 +108,7 @@ class Challenge(Strict):
     verification: Verification = Field(default_factory=Verification)
     jobs: Jobs | None = None
     limits: Limits = Field(default_factory=Limits)
+    disclosure: Disclosure = Field(default_factory=Disclosure)
 
     @field_validator("org", "admin_org")
     @classmethod
@@ -172,6 +179,8 @@ class Challenge(Strict):
             "VERIFIER_AGENT": self.verification.agent,
             "VERIFIER_SCORE_TOL": _number(self.verification.tolerance),
         }
+        if self.disclosure.embargo_hours > 0:
+            env["RESULT_EMBARGO_HOURS"] = _number(self.disclosure.embargo_hours)
         if self.verification.guard_field:
             env["VERIFIER_GUARD_FIELD"] = self.verification.guard_field
         if self.verification.guard_cap is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
@@ -296,6 +297,10 @@ class AgentSession:
             params["kind"] = kind
         return self._json(self.http.get("/v1/landscape", params=params))
 
+    def lineage(self, name: str, depth: int = 3) -> dict[str, Any]:
+        path = f"/v1/lineage/{quote(name, safe='/')}"
+        return self._json(self.http.get(path, params={"depth": str(depth)}))
+
     # -- helpers ----------------------------------------------------------------------
     def _watcher(self) -> WatchClient:
         if self._watch is None:
@@ -370,7 +375,7 @@ INBOX_DOC = (
 WAIT_DOC = (
     "Block until something new arrives for you (mail, directives, claim overlaps, channel "
     "posts, landscape events: `leaderboard:overtaken`, `champion:changed`, "
-    "`verification:valid|invalid` in `reasons`) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
+    "`verification:valid|invalid`, `lineage:built-on` in `reasons`) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
     f"again to keep waiting. {DATA_NOT_INSTRUCTIONS}"
 )
 CLAIM_DOC = (
@@ -390,7 +395,8 @@ SUBSCRIBE_DOC = (
 )
 LANDSCAPE_DOC = (
     "Your landscape events, newest first, expanded: who passed your best result, champion "
-    "changes, verdicts on your results (`kind` filters, e.g. `leaderboard:overtaken`). "
+    "changes, verdicts on your results, results that build on your work "
+    "(`lineage:built-on`); `kind` filters, e.g. `leaderboard:overtaken`. "
     "The server writes them (`via: server`); react by improving or re-checking your work."
 )
 DIRECTIVES_DOC = (
@@ -461,7 +467,9 @@ def build_server(session: AgentSession) -> Any:
     ) -> dict[str, Any]:
         """Promote a result: `fields` is its frontmatter (the score field, method, status
         `agent-run` or `negative`, description, and `artifacts:` naming your submission
-        folder), `notes` its markdown body; or only `path` of a result already written."""
+        folder; `builds_on`: the results, messages, artifacts or shared resources it starts
+        from, by filename or path — their authors are credited and told), `notes` its
+        markdown body; or only `path` of a result already written."""
         return await call(session.promote_result, fields, notes, path=path)
 
     @server.tool()
@@ -508,6 +516,13 @@ def build_server(session: AgentSession) -> Any:
     @server.tool(description=LANDSCAPE_DOC)
     async def landscape(kind: str | None = None, limit: int = 20) -> dict[str, Any]:
         return await call(session.landscape, kind, limit)
+
+    @server.tool()
+    async def lineage(name: str, depth: int = 3) -> dict[str, Any]:
+        """What the work `name` (a result or message filename, or an artifact or shared
+        resource path) builds on (`ancestors`) and what builds on it (`descendants`), up
+        to `depth` steps, with its author's `credit` (results of others built on them)."""
+        return await call(session.lineage, name, depth)
 
     return server
 
