@@ -367,10 +367,9 @@ def envelope(hub: Hub, found: Board) -> dict[str, Any]:
         "verification": list(found.query.verification),
         "count": len(found.ranking.rows),
         # Per agent shown, how often others built on their work (results/lineage.py).
-        "credits": {
-            agent: lineage.credit_of(hub, agent)
-            for agent in sorted({row.agent for row in (*found.rows, *found.baselines)})
-        },
+        "credits": lineage.credits_of(
+            hub, sorted({row.agent for row in (*found.rows, *found.baselines)})
+        ),
         "meta": {
             "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
             "results_considered": found.ranking.considered,

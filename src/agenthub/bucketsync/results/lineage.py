@@ -132,12 +132,14 @@ class Graph:
         self.nodes: dict[str, Node] = {}  # node name -> the node (results: as listed)
         self.credit: Counter[str] = Counter()  # agent -> results of others on their work
         self.builders: dict[str, Counter[str]] = {}  # agent -> builder -> results
+        self.crediting = 0  # results that build on at least one other agent's work
 
     def _unlink(self, name: str) -> None:
         edges = self.out.pop(name, None)
         self._hashes.pop(name, None)
         if edges is None:
             return
+        self.crediting -= bool(edges.owners)
         for node in edges.nodes:
             self.into.get(node.name, set()).discard(name)
         for owner in edges.owners:
@@ -148,6 +150,7 @@ class Graph:
 
     def _link(self, name: str, edges: Edges) -> None:
         self.out[name] = edges
+        self.crediting += bool(edges.owners)
         for node in edges.nodes:
             self.into.setdefault(node.name, set()).add(name)
             self.nodes.setdefault(node.name, node)
@@ -228,14 +231,23 @@ def graph_of(hub: Hub) -> Graph:
 def credit_of(hub: Hub, agent: str) -> dict[str, int]:
     """`{credit, built_on_by}`: results of others that build on `agent`'s work, and how
     many distinct agents wrote them."""
+    return credits_of(hub, [agent])[agent]
+
+
+def credits_of(hub: Hub, agents: Iterable[str]) -> dict[str, dict[str, int]]:
     graph = graph_of(hub)
-    return {"credit": graph.credit[agent], "built_on_by": len(graph.builders.get(agent, {}))}
+    with graph._lock:
+        return {
+            a: {"credit": graph.credit[a], "built_on_by": len(graph.builders.get(a, ()))}
+            for a in agents
+        }
 
 
 def top_credits(hub: Hub, limit: int = 10) -> list[dict[str, Any]]:
     """The most built-on agents, most credit first (then agent id)."""
     graph = graph_of(hub)
-    ranked = sorted(
-        (a for a, n in graph.credit.items() if n > 0), key=lambda a: (-graph.credit[a], a)
-    )
-    return [{"agent": a, **credit_of(hub, a)} for a in ranked[:limit]]
+    with graph._lock:
+        ranked = sorted((-n, a) for a, n in graph.credit.items() if n > 0)[:limit]
+    return [
+        {"agent": a, **credit} for a, credit in credits_of(hub, [a for _n, a in ranked]).items()
+    ]

@@ -110,5 +110,5 @@ def digest_block(hub: Hub) -> dict[str, Any]:
     graph = lineage.graph_of(hub)
     return {
         "credits": lineage.top_credits(hub, DIGEST_CREDITS),
-        "results_building_on_others": sum(1 for edges in graph.out.values() if edges.owners),
+        "results_building_on_others": graph.crediting,
     }
