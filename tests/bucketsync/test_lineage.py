@@ -10,6 +10,7 @@ import pytest
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.results import lineage
+from agenthub.bucketsync.storage.base import Batch
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import World
 
@@ -210,3 +211,25 @@ def test_an_author_built_on_gets_a_landscape_event(world: World) -> None:
         "/v1/landscape", params={"as": "agent-2", "kind": "lineage:built-on"}
     ).json()
     assert again["matched"] == 0
+
+
+def test_an_edited_or_removed_result_moves_its_credit(world: World) -> None:
+    """The graph follows the stored results across listing versions (an organizer's edit,
+    a deletion), and agrees with one built from scratch."""
+    for agent in ("agent-1", "agent-2", "agent-3"):
+        world.agent(agent)
+    one = promoted(world, "agent-1", 0.4)
+    two = promoted(world, "agent-2", 0.5)
+    child = promoted(world, "agent-3", 0.6, [one])
+    assert lineage.credit_of(world.hub, "agent-1")["credit"] == 1
+    edited = result_text(0.6, [two]).encode()
+    world.hub.write_central([(f"results/{child}", edited)])
+    assert lineage.credit_of(world.hub, "agent-1")["credit"] == 0
+    assert lineage.credit_of(world.hub, "agent-2")["credit"] == 1
+    fresh = lineage.Graph().current(world.hub)
+    kept = lineage.graph_of(world.hub)
+    assert (fresh.credit, fresh.out) == (kept.credit, kept.out)
+    world.hub.store.write_batch(world.hub.central, Batch(deletes=[f"results/{child}"]))
+    world.hub.read_model.delete_through("results/", f"results/{child}")
+    assert lineage.credit_of(world.hub, "agent-2")["credit"] == 0
+    assert world.client.get(f"/v1/lineage/{two}").json()["descendants"] == []

@@ -27,6 +27,7 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel
 from agenthub.bucketsync.results import references
 from agenthub.bucketsync.results.references import FIELD, Node
+from agenthub.bucketsync.storage.base import FileEntry
 
 
 def _problem(message: str, hint: str = references.EXAMPLE) -> dict[str, str]:
@@ -126,7 +127,8 @@ class Graph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._version = -1
-        self._hashes: dict[str, str] = {}  # result filename -> content hash it was read at
+        self._read: dict[str, FileEntry] = {}  # result path -> the entry it was read at
+        self._other: set[str] = set()  # listed paths that are no result (pins, the index)
         self.out: dict[str, Edges] = {}  # result filename -> what it builds on
         self.into: dict[str, set[str]] = {}  # node name -> results building on it
         self.nodes: dict[str, Node] = {}  # node name -> the node (results: as listed)
@@ -136,7 +138,6 @@ class Graph:
 
     def _unlink(self, name: str) -> None:
         edges = self.out.pop(name, None)
-        self._hashes.pop(name, None)
         if edges is None:
             return
         self.crediting -= bool(edges.owners)
@@ -165,19 +166,30 @@ class Graph:
         with self._lock:
             if version == self._version:
                 return self
-            prefix = len(naming.RESULTS)
-            changed = [
-                path
-                for path, entry in listed.items()
-                if self._hashes.get(path[prefix:]) != entry.content_hash
-                and naming.parse_stamped_filename(path[prefix:]) is not None
-            ]
-            for gone in [n for n in self._hashes if f"{naming.RESULTS}{n}" not in listed]:
-                self._unlink(gone)
+            changed, seen = [], 0
+            # Unchanged entries are the same objects across listing versions (writes copy
+            # the listing): an identity check per result, a name check per new path.
+            for path, entry in listed.items():
+                known = self._read.get(path)
+                if known is None:
+                    if path in self._other:
+                        continue
+                    if _is_result(path):
+                        changed.append(path)
+                    else:
+                        self._other.add(path)
+                    continue
+                seen += 1
+                if known is not entry and known.content_hash != entry.content_hash:
+                    changed.append(path)
+            if seen < len(self._read):  # some result left the listing
+                for gone in [p for p in self._read if p not in listed]:
+                    del self._read[gone]
+                    self._unlink(gone[len(naming.RESULTS) :])
             for record in hub.read_model.records(changed, naming.RESULTS).values():
                 name = record.filename
                 self._unlink(name)
-                self._hashes[name] = record.content_hash
+                self._read[record.path] = listed[record.path]
                 author = naming.parse_stamped_filename(name)
                 by = author[1] if author else ""
                 self.nodes[name] = Node(record.path, references.RESULT, by)
@@ -219,6 +231,11 @@ class Graph:
                     break
                 frontier = following
             return seen
+
+
+def _is_result(path: str) -> bool:
+    rest = path[len(naming.RESULTS) :]
+    return "/" not in rest and naming.parse_stamped_filename(rest) is not None
 
 
 _GRAPHS = PerReadModel(Graph)
