@@ -23,7 +23,7 @@ from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
-from agenthub.bucketsync.api.viewer import ViewerNote
+from agenthub.bucketsync.api.viewer import note_viewer
 from agenthub.bucketsync.board import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
@@ -385,7 +385,7 @@ def create_app(
     app.add_middleware(IdempotencyKeys, keys=keys)
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)
-    app.add_middleware(ViewerNote)  # who reads: staged disclosure shows authors their own
+    app.add_middleware(note_viewer)  # who reads: staged disclosure shows authors their own
     # Added last, so outermost: an oversized body is refused before anything reads it.
     app.add_middleware(
         errors.BodyLimit,

@@ -11,13 +11,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agenthub.bucketsync.results.embargo import viewing
 
 
-class ViewerNote:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+def note_viewer(app: ASGIApp) -> ASGIApp:
+    """The middleware (`app.add_middleware(note_viewer)`); anything but HTTP reads as
+    nobody in particular."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        with viewing(Headers(scope=scope).get("authorization")):
-            await self.app(scope, receive, send)
+    async def noted(scope: Scope, receive: Receive, send: Send) -> None:
+        authorization = (
+            Headers(scope=scope).get("authorization") if scope["type"] == "http" else None
+        )
+        with viewing(authorization):
+            await app(scope, receive, send)
+
+    return noted
