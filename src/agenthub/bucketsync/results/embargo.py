@@ -15,6 +15,7 @@ a challenge without an embargo never look at it.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -107,6 +108,17 @@ def withheld_until(hub: Hub, filename: str, *, as_agent: str | None = None) -> d
     parsed = naming.parse_stamped_filename(filename)
     assert parsed is not None  # `reveal_at` found a stamp
     return None if _sees(hub, parsed[1], as_agent) else at
+
+
+def visible(hub: Hub, keys: list[str]) -> list[str]:
+    """The result filenames of `keys` (sorted) whose method this request may see: a
+    string compare against the oldest stamp still withheld, then the viewer's check for
+    the few newer than it."""
+    if not active(hub):
+        return keys
+    oldest = naming.stamp(hub.clock.now() - timedelta(hours=hub.settings.result_embargo_hours))
+    at = bisect.bisect_right(keys, oldest)
+    return keys[:at] + [k for k in keys[at:] if withheld_until(hub, k) is None]
 
 
 def _marks(hub: Hub, filename: str) -> tuple[datetime | None, dict[str, Any]]:

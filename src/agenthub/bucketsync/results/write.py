@@ -167,7 +167,7 @@ def list_results(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
         keys = [k for k in listed.keys if index.get(k, "pending") in query.verification]
         listed = listing.Listed(keys=keys, paths=listed.paths, count=listed.count)
     if query.q is not None and embargo.active(hub):  # withheld text must not match either
-        keys = [k for k in listed.keys if embargo.withheld_until(hub, k) is None]
+        keys = embargo.visible(hub, list(listed.keys))
         listed = listing.Listed(keys=keys, paths=listed.paths, count=listed.count)
     return listing.page(
         listed,
