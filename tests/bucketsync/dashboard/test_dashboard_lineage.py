@@ -72,9 +72,18 @@ def test_the_result_page_draws_its_lineage_and_links_the_nodes(
         page.screenshot(path=str(tmp_path / "lineage.png"), full_page=True)
         page.click(f'[data-name="{third}"]')
         page.wait_for_selector(f"h2:has-text('{third}')")
+        page.goto("/dashboard#/leaderboard")
+        page.wait_for_selector("#leaderboard tbody tr td.credit")
+        rows = page.locator("#leaderboard tbody tr")
+        credits = {
+            rows.nth(i).get_attribute("data-agent"): rows.nth(i).locator("td.credit").inner_text()
+            for i in range(rows.count())
+        }
         context.close()
 
     assert names == {first, second, third}
     assert pairs == {(second, first), (third, second), (third, first)}
     assert first_x < self_x < third_x  # ancestors left, descendants right
-    assert "built on 1 times by 1 other agents" in credit
+    assert "built on by 1 result of 1 other agent" in credit
+    # alpha's result is built on by beta and gamma, beta's by gamma: the board's column.
+    assert credits == {"gamma": "0", "beta": "1", "alpha": "2"}

@@ -37,7 +37,7 @@ export function lineageGraph(data, { format = String } = {}) {
   }
   const keys = [...columns.keys()].sort((a, b) => a - b);
   const tallest = Math.max(...[...columns.values()].map((c) => c.length));
-  const width = keys.length * COL + PAD, height = tallest * ROW + PAD;
+  const width = keys.length * COL + PAD, height = tallest * ROW + ROW + PAD;
   const at = new Map();
   keys.forEach((key, i) => columns.get(key).forEach((node, j) => at.set(node.name, { x: PAD + i * COL, y: PAD + j * ROW, node, key })));
   const root = svg("svg", { id: "lineage-graph", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `lineage of ${data.node.name}` });
@@ -49,15 +49,20 @@ export function lineageGraph(data, { format = String } = {}) {
   for (const [builder, named] of data.edges) {
     const from = at.get(builder), to = at.get(named);
     if (!from || !to) continue;
-    // Builders sit right of what they name: the arrow runs leftwards, builder -> work.
+    // Builders sit right of what they name: the arrow runs leftwards, builder -> work. An
+    // edge skipping a column bows below the boxes between, so it is never hidden by them.
     const x1 = from.x, y1 = from.y + BOX_H / 2, x2 = to.x + BOX_W, y2 = to.y + BOX_H / 2;
-    root.append(svg("line", { class: "lineage-edge", "data-from": builder, "data-to": named, x1, y1, x2, y2, stroke: "#64748b", "stroke-width": 1.2, "marker-end": "url(#lineage-arrow)" }));
+    const skips = Math.abs(from.key - to.key) > 1;
+    const d = skips
+      ? `M${x1},${from.y + BOX_H} C${x1 - COL / 2},${y1 + ROW} ${x2 + COL / 2},${y2 + ROW} ${x2 - 10},${to.y + BOX_H}`
+      : `M${x1},${y1} L${x2},${y2}`;
+    root.append(svg("path", { class: "lineage-edge", "data-from": builder, "data-to": named, d, fill: "none", stroke: "#64748b", "stroke-width": 1.2, "marker-end": "url(#lineage-arrow)" }));
   }
   for (const { x, y, node, key } of at.values()) {
     const group = svg("g", { class: `lineage-node ${key === 0 ? "lineage-self" : ""}`, "data-name": node.name, "data-kind": node.kind });
     group.append(svg("rect", { x, y, width: BOX_W, height: BOX_H, rx: 5, fill: key === 0 ? "#dbeafe" : "#f8fafc", stroke: key === 0 ? "#2563eb" : "#94a3b8" }));
     group.append(svg("text", { x: x + 8, y: y + 14, "font-size": 12 }, label(node, format)));
-    group.append(svg("text", { x: x + 8, y: y + 28, "font-size": 10, fill: "#64748b" }, node.name.length > 26 ? `${node.name.slice(0, 25)}…` : node.name));
+    group.append(svg("text", { x: x + 8, y: y + 28, "font-size": 10, fill: "#64748b" }, node.name.length > 26 ? `…${node.name.slice(-25)}` : node.name));
     group.append(svg("title", {}, node.path));
     if (node.kind === "result" && key !== 0) {
       const link = svg("a", { href: `#/result/${encodeURIComponent(node.name)}` });

@@ -60,7 +60,7 @@ export function resultPage({ state, notify, explain, fail }) {
           el("ul", {}, pin.files.slice(0, 50).map((f) => el("li", {}, el("code", {}, f.path || JSON.stringify(f)), f.sha256 ? el("span", { class: "muted" }, ` ${String(f.sha256).slice(0, 12)}…`) : null))))
           : el("p", { class: "muted", id: "pin" }, "No submission pin (nothing named in artifacts: was pinned)."),
         el("h3", {}, "Lineage"),
-        el("p", { class: "muted", id: "lineage-credit" }, `${result.agent}'s work was built on ${credit.credit} times by ${credit.built_on_by} other agents.`),
+        el("p", { class: "muted", id: "lineage-credit" }, `${result.agent}'s work was built on by ${credit.credit} result${credit.credit === 1 ? "" : "s"} of ${credit.built_on_by} other agent${credit.built_on_by === 1 ? "" : "s"}.`),
         el("div", { class: "scroll" }, lineageGraph(lineage, { format: (s) => scoreText(s, decimals) })),
         el("h3", {}, "Verification"),
         result.verification_detail ? el("dl", { class: "stats", id: "verification-detail" }, pairs({ ...result.verification_detail, queue: undefined }),
