@@ -111,13 +111,18 @@ def reads(world: World, names: dict[str, str]) -> Iterator[tuple[str, dict[str, 
 
 
 def leaks(world: World, names: dict[str, str], headers: dict[str, str]) -> list[str]:
+    """What each read shows of the secrets, directly and through the dashboard's proxy
+    (which forwards the reader's Authorization)."""
     found = []
     for path, query in reads(world, names):
-        response = world.client.get(path, params=query, headers=headers)
-        assert response.status_code < 500, (path, response.text)
-        hit = [s for s in SECRETS if s.lower() in response.text.lower()]
-        if hit:
-            found.append(f"{path}?{query}: {hit}")
+        for shown in (path, f"/dashboard/api{path}" if path.startswith("/v1") else None):
+            if shown is None:
+                continue
+            response = world.client.get(shown, params=query, headers=headers)
+            assert response.status_code < 500, (shown, response.text)
+            hit = [s for s in SECRETS if s.lower() in response.text.lower()]
+            if hit:
+                found.append(f"{shown}?{query}: {hit}")
     return found
 
 
@@ -133,6 +138,7 @@ def test_no_route_shows_the_withheld_method_to_others_until_reveal_at(
     revealed = leaks(world, names, {})
     assert any(line.startswith(f"/v1/results/{names['filename']}") for line in revealed)
     assert any(line.startswith("/v1/leaderboard") for line in revealed)
+    assert any(line.startswith("/dashboard/api/v1/leaderboard") for line in revealed)
 
 
 def test_the_walk_finds_the_method_where_nothing_is_withheld(world: World) -> None:
