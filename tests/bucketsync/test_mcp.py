@@ -252,3 +252,19 @@ def test_a_result_promoted_with_builds_on_shows_in_the_lineage_tool(server: Serv
     assert [d["name"] for d in graph["descendants"]] == [child["filename"]]
     assert graph["credit"] == {"credit": 1, "built_on_by": 1}
     assert "404: NOT_FOUND" in error_text(missing)
+
+
+def test_the_author_sees_its_withheld_method_through_the_tools(server: Server) -> None:
+    world = server.world
+    world.hub.settings.result_embargo_hours = 2
+
+    async def body(session: ClientSession) -> Any:
+        fields = {"score": 0.9, "method": "secret-sieve", "status": "agent-run", "description": "d"}
+        payload(await session.call_tool("promote_result", {"fields": fields}))
+        return payload(await session.call_tool("leaderboard", {}))
+
+    mine = with_mcp(mcp_env(server), body)
+    theirs = world.client.get("/v1/leaderboard").json()
+
+    assert [r["method"] for r in mine["rows"]] == ["secret-sieve"]
+    assert [r["method"] for r in theirs["rows"]] == [None]

@@ -142,7 +142,10 @@ class AgentSession:
         self, config: McpConfig, *, writer: ScratchWriter | None = None, timeout_s: float = 30.0
     ) -> None:
         self.config = config
-        self.http = httpx.Client(base_url=config.url, timeout=timeout_s)
+        # Reads carry the token (local mode), so a result's author sees its own withheld
+        # method during a staged-disclosure embargo; writes prove identity by bucket.
+        hooks = {"request": [self._sign_read]} if config.token else {}
+        self.http = httpx.Client(base_url=config.url, timeout=timeout_s, event_hooks=hooks)
         if writer is None:
             if config.token:
                 writer = LocalScratchWriter(self.http, config.token)
@@ -155,6 +158,10 @@ class AgentSession:
                 )
         self.writer = writer
         self._watch: WatchClient | None = None
+
+    def _sign_read(self, request: httpx.Request) -> None:
+        if request.method == "GET" and "authorization" not in request.headers:
+            request.headers["Authorization"] = f"Bearer {self.config.token}"
 
     # -- reads ------------------------------------------------------------------------
     def digest(self, budget_tokens: int | None = None, after: str | None = None) -> dict[str, Any]:
