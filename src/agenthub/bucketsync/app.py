@@ -18,11 +18,13 @@ from fastapi import FastAPI
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
 from agenthub.bucketsync.api import phases as phase_routes
+from agenthub.bucketsync.api import lineage as lineage_routes
 from agenthub.bucketsync.api import scoring as scoring_routes
 from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
 from agenthub.bucketsync.api.idempotency import IdempotencyKeys
 from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
+from agenthub.bucketsync.api.viewer import note_viewer
 from agenthub.bucketsync.board import journal
 from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
@@ -507,6 +509,7 @@ def create_app(
     # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(phase_routes.PhaseEvents, hub=hub)
+    app.add_middleware(note_viewer)  # who reads: staged disclosure shows authors their own
     # Added last, so outermost: an oversized body is refused before anything reads it.
     app.add_middleware(
         errors.BodyLimit,
@@ -521,6 +524,7 @@ def create_app(
     app.include_router(agentsetup.router)
     app.include_router(scoring_routes.router)
     app.include_router(phase_routes.router)
+    app.include_router(lineage_routes.router)
     if settings.serves_buckets:
         app.include_router(local.router)
     oauth = oauth_from_settings(

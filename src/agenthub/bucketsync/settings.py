@@ -160,6 +160,8 @@ class BucketSyncSettings(OfflineSettings):
     challenge_phases: list[Phase] = Field(default_factory=list, alias="CHALLENGE_PHASES")
     # Results an agent may mark as final entries (Kaggle's 2).
     final_entries_max: int = Field(2, ge=1, le=100, alias="FINAL_ENTRIES_MAX")
+    # Staged disclosure: a result's method is withheld this long after its stamp (0: never).
+    result_embargo_hours: float = Field(0.0, ge=0, alias="RESULT_EMBARGO_HOURS")
 
     # Live features (seed §11-§13).
     digest_channel_recent: int = Field(3, alias="DIGEST_CHANNEL_RECENT")

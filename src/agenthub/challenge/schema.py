@@ -94,6 +94,12 @@ class Limits(Strict):
     sync_max_files: int = Field(10_000, ge=1)
 
 
+class Disclosure(Strict):
+    # Staged disclosure: a result's method is withheld this long after its stamp (its
+    # score is public at once); 0 = never withheld.
+    embargo_hours: float = Field(0.0, ge=0, le=24 * 365)
+
+
 class Challenge(Strict):
     org: str
     slug: str
@@ -114,6 +120,8 @@ class Challenge(Strict):
     @classmethod
     def _phases(cls, value: list[Phase]) -> list[Phase]:
         return check_phases(value)
+
+    disclosure: Disclosure = Field(default_factory=Disclosure)
 
     @field_validator("org", "admin_org")
     @classmethod
@@ -189,6 +197,8 @@ class Challenge(Strict):
                 [p.model_dump(mode="json") for p in self.phases], separators=(",", ":")
             )
             env["FINAL_ENTRIES_MAX"] = str(self.final_entries)
+        if self.disclosure.embargo_hours > 0:
+            env["RESULT_EMBARGO_HOURS"] = _number(self.disclosure.embargo_hours)
         if self.verification.guard_field:
             env["VERIFIER_GUARD_FIELD"] = self.verification.guard_field
         if self.verification.guard_cap is not None:

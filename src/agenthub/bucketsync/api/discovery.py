@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agenthub.bucketsync.api import lineagedocs
 from agenthub.bucketsync.claims import read as claims
 from agenthub.bucketsync.claims import similarity
 from agenthub.bucketsync.core import trust
@@ -19,7 +20,7 @@ from agenthub.bucketsync.settings import BucketSyncSettings
 # The /v1 contract's version, and its feature level: +1 with every additive feature, each
 # listed in CHANGELOG.md (a client checks `feature_level >= N` before relying on level N).
 API_VERSION = "1"
-FEATURE_LEVEL = 9
+FEATURE_LEVEL = 10
 
 TASKFORCE_ENDPOINTS = [
     (
@@ -197,6 +198,7 @@ ENDPOINTS = [
             "that handle gets, in its own view",
         ),
     ],
+    *lineagedocs.ENDPOINTS,
 ]
 
 JOB_ENDPOINTS = [
@@ -362,6 +364,7 @@ def describe(hub: Hub) -> dict[str, Any]:
             "{filename}~{channel})",
             "phases": PHASE_CONVENTIONS,
             **coordination_conventions(s),
+            **lineagedocs.conventions(s),
             "watch": {
                 "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
                 "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],
@@ -470,6 +473,7 @@ def landscape_conventions() -> dict[str, Any]:
             events.INVALID: "the verifier re-ran one of your results: invalid",
             events.PHASE: "a phase of the challenge opened or closed (everyone gets it; "
             "frontmatter.phase: changes, current, next, results_open, private_split)",
+            events.BUILT_ON: "a result of another agent builds on your work (builds_on)",
         },
         "derived": "when a result is promoted (the board with it against the board without "
         "it) or a verdict is written (the board before and after); never by polling",
@@ -481,7 +485,8 @@ def landscape_conventions() -> dict[str, Any]:
         f"{events.EVENTS}{{stamp}}_{events.AUTHOR}/overtaken.json (written first, one batch)",
         "frontmatter": "agent: landscape, via: server, cause (result|verdict), result, kinds, "
         "to {owner: [kinds]} (champions, the verdict's owner), overtaken_count, passed_by "
-        "[standings], champion {before, after}, verification {owner, verdict}",
+        "[standings], champion {before, after}, verification {owner, verdict}, built_on "
+        "{owner: [works]}",
         "your_view": "/v1/updates and GET /v1/landscape?as= show each owner its own view: "
         "frontmatter.to has your kinds, frontmatter.overtaken your entry {yours, score, "
         "rank_before, rank_after, by}; GET /v1/landscape without as shows the events as stored",

@@ -68,7 +68,11 @@ def promote_stamped(
             taken=lambda name: f"{folder}{name}" in entries,
         )
         path = f"{folder}{filename}"
-        ahead = before(filename) if before is not None else []
+        try:
+            ahead = before(filename) if before is not None else []
+        except BaseException:
+            hub.stamps.settle([filename])  # refused: the stamp holds no stream back
+            raise
         hub.write_central([*ahead, (path, rendered)])
         written.append(filename)
     hub.audit.record(

@@ -7,6 +7,7 @@
 import { ApiError, get, jobLog, jobLogWhole, moderate } from "./api.js";
 import { el, replace, when } from "./dom.js";
 import { scoreText } from "./leaderboard.js";
+import { lineageGraph } from "./lineage.js";
 import { renderMarkdown } from "./markdown.js";
 
 function pairs(object) {
@@ -37,6 +38,8 @@ export function resultPage({ state, notify, explain, fail }) {
       const artifacts = [].concat(fm.artifacts || []);
       const baseline = fm.baseline === true || fm.baseline === "true";
       const pin = result.pin;
+      const lineage = await get(`/lineage/${encodeURIComponent(this.filename)}`);
+      const credit = lineage.credit || { credit: 0, built_on_by: 0 };
       replace(this.data,
         el("dl", { class: "stats detail" },
           el("dt", {}, "agent"), el("dd", { class: "agent" }, result.agent),
@@ -48,6 +51,7 @@ export function resultPage({ state, notify, explain, fail }) {
           el("dt", {}, "method"), el("dd", {}, fm.method || "—"),
           el("dt", {}, "submitted"), el("dd", {}, when(result.timestamp)),
           el("dt", {}, "description"), el("dd", { "data-field": "description" }, fm.description || "—")),
+        result.withheld?.length ? el("p", { class: "muted", id: "withheld" }, `Method, description and notes are withheld until ${when(result.reveal_at)} (staged disclosure); the score is public.`) : null,
         this.moderation(result, baseline),
         el("h3", {}, "Artifacts"),
         artifacts.length ? el("ul", { id: "artifacts" }, artifacts.map((a) => el("li", {}, el("code", {}, String(a))))) : el("p", { class: "muted" }, "No artifacts named."),
@@ -56,6 +60,9 @@ export function resultPage({ state, notify, explain, fail }) {
           el("p", { class: "muted" }, `${pin.files.length} files pinned at promotion${pin.manifest_hash ? ` · manifest ${pin.manifest_hash}` : ""}`),
           el("ul", {}, pin.files.slice(0, 50).map((f) => el("li", {}, el("code", {}, f.path || JSON.stringify(f)), f.sha256 ? el("span", { class: "muted" }, ` ${String(f.sha256).slice(0, 12)}…`) : null))))
           : el("p", { class: "muted", id: "pin" }, "No submission pin (nothing named in artifacts: was pinned)."),
+        el("h3", {}, "Lineage"),
+        el("p", { class: "muted", id: "lineage-credit" }, `${result.agent}'s work was built on by ${credit.credit} result${credit.credit === 1 ? "" : "s"} of ${credit.built_on_by} other agent${credit.built_on_by === 1 ? "" : "s"}.`),
+        el("div", { class: "scroll" }, lineageGraph(lineage, { format: (s) => scoreText(s, decimals) })),
         el("h3", {}, "Verification"),
         result.verification_detail ? el("dl", { class: "stats", id: "verification-detail" }, pairs({ ...result.verification_detail, queue: undefined }),
           result.verification_detail.queue ? [el("dt", {}, "queue"), el("dd", {}, el("code", {}, JSON.stringify(result.verification_detail.queue)))] : null)

@@ -13,7 +13,8 @@ owners took ~1 s to write and read back. A `champion:changed` also reaches every
 Frontmatter: `agent: landscape`, `timestamp`, `via: server`, `cause` (result | verdict),
 `result` (the filename written), `kinds`, `to` (owner -> kinds, for the champions and the
 verdict's owner), `overtaken_count`, `passed_by` (the results that passed, as standings),
-and as the kinds need `champion` ({before, after}) and `verification` ({owner, verdict}).
+and as the kinds need `champion` ({before, after}) and `verification` ({owner, verdict}), and `built_on` (owner -> their works the result builds
+on, `lineage:built-on`).
 `overtaken.json`: {owner: {yours, score, rank_before, rank_after, by: [agents]}}. The body
 says it in a few lines.
 """
@@ -21,6 +22,7 @@ says it in a few lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +38,8 @@ CHAMPION = "champion:changed"
 VALID = "verification:valid"
 INVALID = "verification:invalid"
 PHASE = "phase:changed"  # for everyone: a phase opened or closed (phases.announce)
-KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID, PHASE)
+BUILT_ON = "lineage:built-on"
+KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID, PHASE, BUILT_ON)
 BODY_NAMES = 10  # owners named in the body; the frontmatter has them all
 
 
@@ -75,6 +78,7 @@ class Change:
     champion: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
     phase: dict[str, Any] | None = None
+    built_on: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -114,6 +118,8 @@ class Change:
             found["verification"] = self.verification
         if self.phase is not None:
             found["phase"] = self.phase
+        if self.built_on:
+            found["built_on"] = self.built_on
         return found
 
     def body(self) -> str:
@@ -169,6 +175,19 @@ def change(
                 found.address(standing.agent, CHAMPION)
         found.lines.append(f"The champion changed: {_name(moved.before)} -> {_name(moved.after)}.")
     return found
+
+
+def built_on(found: Change, owners: Mapping[str, list[str]]) -> None:
+    """Tell each owner (owner -> their works the result names) that it builds on them."""
+    for owner, works in sorted(owners.items()):
+        found.address(owner, BUILT_ON)
+        found.built_on[owner] = list(works)
+    if owners:
+        parsed = naming.parse_stamped_filename(found.result)
+        author = parsed[1] if parsed else "someone"
+        found.lines.append(
+            f"{author}'s result {found.result} builds on the work of {', '.join(sorted(owners))}."
+        )
 
 
 def wake_keys(found: Change) -> list[str]:

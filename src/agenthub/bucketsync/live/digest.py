@@ -20,7 +20,7 @@ from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.directives import read as directiveviews
 from agenthub.bucketsync.live import budget, final, updates
 from agenthub.bucketsync.phases import schedule
-from agenthub.bucketsync.results import leaderboard
+from agenthub.bucketsync.results import leaderboard, lineageview
 from agenthub.bucketsync.results import write as results
 from agenthub.bucketsync.taskforces import read as taskforces
 from agenthub.bucketsync.traces import read as traces
@@ -75,6 +75,8 @@ def digest(
         "stats": trace_stats[0] if trace_stats else None,
         "stats_line": trace_stats[1] if trace_stats else None,
         "claims": claimviews.digest_block(hub),
+        # Per agent, how often others built on their work (results/lineage.py).
+        "lineage": lineageview.digest_block(hub),
         **live_blocks(hub, as_handle, since, after),
         **phase_blocks(hub),
     }
