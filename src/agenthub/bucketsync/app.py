@@ -17,8 +17,8 @@ from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
 from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
-from agenthub.bucketsync.api import phases as phase_routes
 from agenthub.bucketsync.api import lineage as lineage_routes
+from agenthub.bucketsync.api import phases as phase_routes
 from agenthub.bucketsync.api import scoring as scoring_routes
 from agenthub.bucketsync.api import taskforces as taskforce_routes
 from agenthub.bucketsync.api import traces as traces_routes
