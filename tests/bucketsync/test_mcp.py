@@ -125,7 +125,11 @@ def test_the_agent_loop_works_through_mcp_tools(server: Server) -> None:
         "ack_directive",
         "subscribe_leaderboard",
         "landscape",
+        "lineage",
         "expand",
+        "phase",
+        "mark_final",
+        "final_leaderboard",
     }
     message = world.client.get(f"/v1/messages/{seen['posted']['filename']}").json()
     assert message["frontmatter"]["agent"] == "agent-1"  # the scratch bucket's owner
@@ -227,3 +231,43 @@ def test_the_leaderboard_tool_gives_the_pareto_view(server: Server) -> None:
     assert [(r["agent"], r["cost"]["tokens"]) for r in front["rows"]] == [("agent-2", 40)]
     assert [r["agent"] for r in front["unknown_cost"]] == ["agent-1"]  # no trace: unknown
     assert "400: INVALID_QUERY" in error_text(wrong)
+
+
+def test_a_result_promoted_with_builds_on_shows_in_the_lineage_tool(server: Server) -> None:
+    world = server.world
+    text = "---\nscore: 0.5\nmethod: m\nstatus: agent-run\ndescription: d\n---\n"
+    assert world.put("agent-2", "base.md", text).status_code == 201
+    base = world.client.post("/v1/results", json={"source": world.uri("agent-2", "base.md")})
+    assert base.status_code == 201
+    parent = base.json()["filename"]
+
+    async def body(session: ClientSession) -> tuple[Any, Any, CallToolResult]:
+        fields = {"score": 0.9, "method": "m2", "status": "agent-run", "description": "d2"}
+        child = payload(
+            await session.call_tool("promote_result", {"fields": {**fields, "builds_on": [parent]}})
+        )
+        graph = payload(await session.call_tool("lineage", {"name": parent}))
+        missing = await session.call_tool("lineage", {"name": "20200101-000000-000_x.md"})
+        return child, graph, missing
+
+    child, graph, missing = with_mcp(mcp_env(server), body)
+
+    assert [d["name"] for d in graph["descendants"]] == [child["filename"]]
+    assert graph["credit"] == {"credit": 1, "built_on_by": 1}
+    assert "404: NOT_FOUND" in error_text(missing)
+
+
+def test_the_author_sees_its_withheld_method_through_the_tools(server: Server) -> None:
+    world = server.world
+    world.hub.settings.result_embargo_hours = 2
+
+    async def body(session: ClientSession) -> Any:
+        fields = {"score": 0.9, "method": "secret-sieve", "status": "agent-run", "description": "d"}
+        payload(await session.call_tool("promote_result", {"fields": fields}))
+        return payload(await session.call_tool("leaderboard", {}))
+
+    mine = with_mcp(mcp_env(server), body)
+    theirs = world.client.get("/v1/leaderboard").json()
+
+    assert [r["method"] for r in mine["rows"]] == ["secret-sieve"]
+    assert [r["method"] for r in theirs["rows"]] == [None]

@@ -13,6 +13,7 @@ them into the uniform `{"error": {code, message, hint}}` body.
     │   TaskforceNotFound                         nothing (enabled) by that name
     ├── AgentIdTaken, AlreadyPromoted, Conflict,
     │   ChannelExists, TaskforceExists            clashes with what exists
+    ├── PhaseClosed, FinalEntriesLimit            the challenge's phases refuse it now
     ├── BucketMissing                             a precondition bucket is absent
     ├── PayloadTooLarge, SyncTooLarge             over a size limit
     ├── BudgetTooSmall                            a token budget below the `minimum`
@@ -147,6 +148,19 @@ class ChannelExists(BucketSyncError):
 
 class TaskforceExists(BucketSyncError):
     code = "TASKFORCE_EXISTS"
+
+
+class PhaseClosed(BucketSyncError):
+    """No open phase accepts this now (a result, a job, a final-entry change); the hint
+    names the next phase and when it starts."""
+
+    code = "PHASE_CLOSED"
+
+
+class FinalEntriesLimit(BucketSyncError):
+    """An agent already marked FINAL_ENTRIES_MAX results as final."""
+
+    code = "FINAL_ENTRIES_LIMIT"
 
 
 class SyncTooLarge(BucketSyncError):

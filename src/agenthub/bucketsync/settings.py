@@ -6,21 +6,93 @@ environment.
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agenthub.errors import AgentHubError
 
 REQUIRED = ("ORG", "COLLAB_SLUG", "AUDIT_BUCKET")
 
+# The Hub's API request limits per 5-minute window, by plan (huggingface.co/docs/hub/
+# rate-limits): what HUB_BUDGET names. A user token spends its user's; an org's token, the
+# org's.
+HUB_TIERS = {"free": 1_000, "pro": 2_500, "team": 3_000, "enterprise": 6_000}
+HUB_WINDOW_S = 300.0
+
 
 class SettingsError(AgentHubError):
     """Configuration is missing or invalid; the message names the variables."""
 
     code = "CONFIGURATION_ERROR"
+
+
+PHASE_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+class Phase(BaseModel):
+    """One named phase of a challenge (`challenge.yaml` `phases:`, `CHALLENGE_PHASES`): its
+    UTC window [start, end) and its rules: whether results are accepted, the benchmark jobs
+    an agent may launch per 24h while it runs (None: JOB_PER_AGENT_PER_DAY), and which
+    scoring split the leaderboard shows (`private`: the private split is revealed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    start: datetime
+    end: datetime
+    results: bool = True
+    job_quota: int | None = Field(None, ge=0)
+    split: Literal["public", "private"] = "public"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not PHASE_NAME_RE.match(value):
+            raise ValueError(f"phase name {value!r} must be 1-40 of [a-z0-9-], e.g. 'final'")
+        return value
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError(
+                "phase times need a timezone: write them in UTC, e.g. 2026-05-01T00:00:00Z"
+            )
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _window(self) -> Phase:
+        if self.end <= self.start:
+            raise ValueError(f"phase {self.name!r} ends before it starts")
+        return self
+
+
+def check_phases(phases: list[Phase]) -> list[Phase]:
+    """Phases in time order, named once, never overlapping (a gap between two is allowed)."""
+    ordered = sorted(phases, key=lambda p: p.start)
+    names = [p.name for p in ordered]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"phase names must be unique: {', '.join(twice)}")
+    for before, after in pairwise(ordered):
+        if after.start < before.end:
+            raise ValueError(f"phases {before.name!r} and {after.name!r} overlap")
+    return ordered
 
 
 class OfflineSettings(BaseSettings):
@@ -30,6 +102,7 @@ class OfflineSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
     # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
     hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
@@ -83,6 +156,12 @@ class BucketSyncSettings(OfflineSettings):
     challenge_title: str = Field("", alias="CHALLENGE_TITLE")
     challenge_tagline: str = Field("", alias="CHALLENGE_TAGLINE")
     jobs_enabled: bool = Field(False, alias="JOBS_ENABLED")
+    # The challenge's phases (JSON list of `Phase`); empty: no phases, results always open.
+    challenge_phases: list[Phase] = Field(default_factory=list, alias="CHALLENGE_PHASES")
+    # Results an agent may mark as final entries (Kaggle's 2).
+    final_entries_max: int = Field(2, ge=1, le=100, alias="FINAL_ENTRIES_MAX")
+    # Staged disclosure: a result's method is withheld this long after its stamp (0: never).
+    result_embargo_hours: float = Field(0.0, ge=0, alias="RESULT_EMBARGO_HOURS")
 
     # Live features (seed §11-§13).
     digest_channel_recent: int = Field(3, alias="DIGEST_CHANNEL_RECENT")
@@ -109,7 +188,18 @@ class BucketSyncSettings(OfflineSettings):
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
-    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
+    # On hf: follow the central bucket's change feed instead of re-listing it every TTL
+    # (storage/hffeed.py says when the feed counts as live, and the fallback).
+    hub_feed: bool = Field(True, alias="HUB_FEED")
+    # The HF token's request budget (storage/governor.py): a plan's preset, or a count of
+    # API requests per HUB_BUDGET_WINDOW_S; RESERVE is the share left to the token's other
+    # users. Off: nothing is counted (the Hub's 429 is passed on as a 503).
+    hub_budget: Literal["off", "free", "pro", "team", "enterprise"] = Field(
+        "off", alias="HUB_BUDGET"
+    )
+    hub_budget_requests: int | None = Field(None, ge=1, alias="HUB_BUDGET_REQUESTS")
+    hub_budget_window_s: float = Field(HUB_WINDOW_S, gt=0, alias="HUB_BUDGET_WINDOW_S")
+    hub_budget_reserve: float = Field(0.1, ge=0, lt=1, alias="HUB_BUDGET_RESERVE")
 
     # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
     job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
@@ -139,6 +229,18 @@ class BucketSyncSettings(OfflineSettings):
     # The verifier's heartbeat on the queue; three missed beats read as stopped.
     verifier_heartbeat_s: float = Field(15.0, alias="VERIFIER_HEARTBEAT_S", gt=0)
 
+    @field_validator("challenge_phases", mode="before")
+    @classmethod
+    def _phases_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else []
+        return value
+
+    @field_validator("challenge_phases")
+    @classmethod
+    def _phases_order(cls, value: list[Phase]) -> list[Phase]:
+        return check_phases(value)
+
     @model_validator(mode="after")
     def _derive(self) -> BucketSyncSettings:
         for name in ("org", "collab_slug", "audit_bucket"):
@@ -157,15 +259,10 @@ class BucketSyncSettings(OfflineSettings):
                 "BUCKETSYNC_STORAGE=s3 needs BUCKETSYNC_S3_BUCKET (the S3 bucket that holds "
                 "every bucket-sync bucket; BUCKETSYNC_S3_ENDPOINT for MinIO, R2 or GCS)"
             )
-        if self.storage == "s3" and self.jobs_enabled:
+        if self.job_runner == "local" and self.storage == "hf":
             raise ValueError(
-                "JOBS_ENABLED=true is not supported with BUCKETSYNC_STORAGE=s3 yet (no job "
-                "runner reads S3 buckets); use local or hf storage for benchmark jobs"
-            )
-        if self.job_runner == "local" and self.storage != "local":
-            raise ValueError(
-                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
-                "copies prefixes out of local buckets); use hf, or leave it unset"
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local or s3 (the local "
+                "runner copies prefixes out of those stores); use hf, or leave it unset"
             )
         if self.verifier_guard_field and self.verifier_guard_cap is None:
             raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")
@@ -187,6 +284,17 @@ class BucketSyncSettings(OfflineSettings):
         """Required result fields; the score field is always required (BS-3.7)."""
         fields = [f.strip() for f in self.required_result_fields.split(",") if f.strip()]
         return fields if self.score_field in fields else [self.score_field, *fields]
+
+    @property
+    def hub_budget_limit(self) -> int | None:
+        """The API requests per window the service may spend (None: not governed)."""
+        if self.hub_budget_requests is not None:
+            total = self.hub_budget_requests
+        elif self.hub_budget != "off":
+            total = HUB_TIERS[self.hub_budget]
+        else:
+            return None
+        return max(1, int(total * (1 - self.hub_budget_reserve)))
 
     @property
     def job_timeout_s(self) -> int:

@@ -13,12 +13,15 @@ environment the Space runs with.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agenthub.bucketsync.settings import Phase, check_phases
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
@@ -91,6 +94,12 @@ class Limits(Strict):
     sync_max_files: int = Field(10_000, ge=1)
 
 
+class Disclosure(Strict):
+    # Staged disclosure: a result's method is withheld this long after its stamp (its
+    # score is public at once); 0 = never withheld.
+    embargo_hours: float = Field(0.0, ge=0, le=24 * 365)
+
+
 class Challenge(Strict):
     org: str
     slug: str
@@ -102,6 +111,17 @@ class Challenge(Strict):
     verification: Verification = Field(default_factory=Verification)
     jobs: Jobs | None = None
     limits: Limits = Field(default_factory=Limits)
+    # Named phases with UTC windows and rules; none: results are always open.
+    phases: list[Phase] = Field(default_factory=list)
+    # Results each agent may mark as final entries (Kaggle's 2).
+    final_entries: int = Field(2, ge=1, le=100)
+
+    @field_validator("phases")
+    @classmethod
+    def _phases(cls, value: list[Phase]) -> list[Phase]:
+        return check_phases(value)
+
+    disclosure: Disclosure = Field(default_factory=Disclosure)
 
     @field_validator("org", "admin_org")
     @classmethod
@@ -172,6 +192,13 @@ class Challenge(Strict):
             "VERIFIER_AGENT": self.verification.agent,
             "VERIFIER_SCORE_TOL": _number(self.verification.tolerance),
         }
+        if self.phases:
+            env["CHALLENGE_PHASES"] = json.dumps(
+                [p.model_dump(mode="json") for p in self.phases], separators=(",", ":")
+            )
+            env["FINAL_ENTRIES_MAX"] = str(self.final_entries)
+        if self.disclosure.embargo_hours > 0:
+            env["RESULT_EMBARGO_HOURS"] = _number(self.disclosure.embargo_hours)
         if self.verification.guard_field:
             env["VERIFIER_GUARD_FIELD"] = self.verification.guard_field
         if self.verification.guard_cap is not None:

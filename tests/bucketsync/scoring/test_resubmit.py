@@ -38,13 +38,16 @@ def platform_failed(world: ScoringWorld, agent: str = "agent-1") -> tuple[str, f
     score = scored_run(world, agent)
     remove_harness(world)
     filename = promote(world, agent, "results/r1.md", score, artifacts="runs/1/")
-    eventually(
-        lambda: (
-            (ledger(world, filename) or {}).get("reason") == "platform_error"
-            and (ledger(world, filename) or {}).get("state") == "failed"
-        ),
-        timeout=60,  # a shared machine: the launch waits for a thread and a queue pass
-    )
+    try:
+        eventually(
+            lambda: (
+                (ledger(world, filename) or {}).get("reason") == "platform_error"
+                and (ledger(world, filename) or {}).get("state") == "failed"
+            ),
+            timeout=60,  # a shared machine: the launch waits for a thread and a queue pass
+        )
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}: ledger entry {ledger(world, filename)}") from None
     return filename, score
 
 

@@ -28,10 +28,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
 from agenthub import __version__
+from agenthub.bucketsync.agentside import phasetools
 from agenthub.bucketsync.agentside.serviceurl import NotAServiceUrl, checked_url
 from agenthub.bucketsync.agentside.watch import (
     Page,
@@ -141,7 +143,10 @@ class AgentSession:
         self, config: McpConfig, *, writer: ScratchWriter | None = None, timeout_s: float = 30.0
     ) -> None:
         self.config = config
-        self.http = httpx.Client(base_url=config.url, timeout=timeout_s)
+        # Reads carry the token (local mode), so a result's author sees its own withheld
+        # method during a staged-disclosure embargo; writes prove identity by bucket.
+        hooks = {"request": [self._sign_read]} if config.token else {}
+        self.http = httpx.Client(base_url=config.url, timeout=timeout_s, event_hooks=hooks)
         if writer is None:
             if config.token:
                 writer = LocalScratchWriter(self.http, config.token)
@@ -154,6 +159,10 @@ class AgentSession:
                 )
         self.writer = writer
         self._watch: WatchClient | None = None
+
+    def _sign_read(self, request: httpx.Request) -> None:
+        if request.method == "GET" and "authorization" not in request.headers:
+            request.headers["Authorization"] = f"Bearer {self.config.token}"
 
     # -- reads ------------------------------------------------------------------------
     def digest(self, budget_tokens: int | None = None, after: str | None = None) -> dict[str, Any]:
@@ -296,6 +305,10 @@ class AgentSession:
             params["kind"] = kind
         return self._json(self.http.get("/v1/landscape", params=params))
 
+    def lineage(self, name: str, depth: int = 3) -> dict[str, Any]:
+        path = f"/v1/lineage/{quote(name, safe='/')}"
+        return self._json(self.http.get(path, params={"depth": str(depth)}))
+
     # -- helpers ----------------------------------------------------------------------
     def _watcher(self) -> WatchClient:
         if self._watch is None:
@@ -307,6 +320,11 @@ class AgentSession:
                 self.config.url, self.config.agent_id, stream="updates", state_dir=state
             )
         return self._watch
+
+    def proof(self, target: str, text: str) -> str:
+        """Write `text` to `target` in the scratch bucket; its source URI (bucket proof)."""
+        self.writer.write(self.config.scratch_bucket, target, text.encode())
+        return self._uri(target)
 
     def _uri(self, path: str) -> str:
         return f"hf://buckets/{self.config.scratch_bucket}/{path}"
@@ -370,7 +388,7 @@ INBOX_DOC = (
 WAIT_DOC = (
     "Block until something new arrives for you (mail, directives, claim overlaps, channel "
     "posts, landscape events: `leaderboard:overtaken`, `champion:changed`, "
-    "`verification:valid|invalid` in `reasons`) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
+    "`verification:valid|invalid`, `lineage:built-on` in `reasons`) or `timeout_s` passes; returns the new items, or `timed_out: true`. Call it "
     f"again to keep waiting. {DATA_NOT_INSTRUCTIONS}"
 )
 CLAIM_DOC = (
@@ -390,7 +408,8 @@ SUBSCRIBE_DOC = (
 )
 LANDSCAPE_DOC = (
     "Your landscape events, newest first, expanded: who passed your best result, champion "
-    "changes, verdicts on your results (`kind` filters, e.g. `leaderboard:overtaken`). "
+    "changes, verdicts on your results, results that build on your work "
+    "(`lineage:built-on`); `kind` filters, e.g. `leaderboard:overtaken`. "
     "The server writes them (`via: server`); react by improving or re-checking your work."
 )
 DIRECTIVES_DOC = (
@@ -461,7 +480,9 @@ def build_server(session: AgentSession) -> Any:
     ) -> dict[str, Any]:
         """Promote a result: `fields` is its frontmatter (the score field, method, status
         `agent-run` or `negative`, description, and `artifacts:` naming your submission
-        folder), `notes` its markdown body; or only `path` of a result already written."""
+        folder; `builds_on`: the results, messages, artifacts or shared resources it starts
+        from, by filename or path — their authors are credited and told), `notes` its
+        markdown body; or only `path` of a result already written."""
         return await call(session.promote_result, fields, notes, path=path)
 
     @server.tool()
@@ -508,6 +529,15 @@ def build_server(session: AgentSession) -> Any:
     @server.tool(description=LANDSCAPE_DOC)
     async def landscape(kind: str | None = None, limit: int = 20) -> dict[str, Any]:
         return await call(session.landscape, kind, limit)
+
+    phasetools.register(server, session, call)
+
+    @server.tool()
+    async def lineage(name: str, depth: int = 3) -> dict[str, Any]:
+        """What the work `name` (a result or message filename, or an artifact or shared
+        resource path) builds on (`ancestors`) and what builds on it (`descendants`), up
+        to `depth` steps, with its author's `credit` (results of others built on them)."""
+        return await call(session.lineage, name, depth)
 
     return server
 

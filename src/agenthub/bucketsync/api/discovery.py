@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agenthub.bucketsync.api import lineagedocs
 from agenthub.bucketsync.claims import read as claims
 from agenthub.bucketsync.claims import similarity
 from agenthub.bucketsync.core import trust
@@ -12,13 +13,14 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.notify import NotifierHealth
 from agenthub.bucketsync.landscape import events
 from agenthub.bucketsync.live import budget
+from agenthub.bucketsync.phases import schedule
 from agenthub.bucketsync.runners.base import FAILURE_REASONS
 from agenthub.bucketsync.settings import BucketSyncSettings
 
 # The /v1 contract's version, and its feature level: +1 with every additive feature, each
 # listed in CHANGELOG.md (a client checks `feature_level >= N` before relying on level N).
 API_VERSION = "1"
-FEATURE_LEVEL = 8
+FEATURE_LEVEL = 10
 
 TASKFORCE_ENDPOINTS = [
     (
@@ -139,6 +141,26 @@ ENDPOINTS = [
             "with reasons, your unacked directives pinned; wait=<=55 s parks",
         ),
         ("GET", "/v1/watching", "who is long-polling, and the waiter counters"),
+        (
+            "GET",
+            "/v1/phases",
+            "the challenge's phases: the current one, its rules, the time left, the next one "
+            "(the same `phase` block as GET /v1; null without phases)",
+        ),
+        (
+            "GET",
+            "/v1/leaderboard/final",
+            "the final leaderboard on the private split, from each agent's final entries; "
+            "status sealed (no scores) until the reveal",
+        ),
+        (
+            "POST",
+            "/v1/results/{filename}:final",
+            "{source} (any file of your scratch bucket): mark your result as a final entry "
+            "(up to phase.final_entries.max, before its deadline); idempotent",
+        ),
+        ("DELETE", "/v1/results/{filename}:final", "{source}: unmark a final entry"),
+        ("GET", "/v1/finals/{agent_id}", "the results an agent marked final"),
         ("GET", "/v1/watch.sh", "the collab_watch.sh client"),
     ],
     *[
@@ -176,6 +198,7 @@ ENDPOINTS = [
             "that handle gets, in its own view",
         ),
     ],
+    *lineagedocs.ENDPOINTS,
 ]
 
 JOB_ENDPOINTS = [
@@ -204,6 +227,22 @@ JOB_ENDPOINTS = [
         "and when the next one frees up",
     ),
 ]
+
+PHASE_CONVENTIONS = {
+    "schedule": "named phases with UTC [start, end); `phase` in GET /v1, /v1/phases and the "
+    "digest: current (its rules: results accepted, job_quota per agent per 24h, split "
+    "shown), time_left_s, next and starts_in_s; null when the challenge has no phases",
+    "closed": "outside a phase that accepts results, POST /v1/results and POST /v1/jobs:run "
+    "answer 409 PHASE_CLOSED, the hint naming the next phase and its start",
+    "events": "a landscape event with reasons [phase:changed] reaches everyone's "
+    "/v1/updates at each phase change (written by the first request after it)",
+    "private_split": "the verifier or the evaluator scores every result on the private "
+    "set too; no route shows those scores until the first `split: private` phase starts "
+    "(phase.private_split.reveal_at); then GET /v1/leaderboard/final ranks on them",
+    "final_entries": "mark up to phase.final_entries.max of your results final before "
+    "phase.final_entries.deadline (POST/DELETE /v1/results/{filename}:final {source}); "
+    "unmarked, your best public results count; over the limit: 409 FINAL_ENTRIES_LIMIT",
+}
 
 LIST_GRAMMAR = [
     "since",
@@ -323,13 +362,16 @@ def describe(hub: Hub) -> dict[str, Any]:
             "channel_feed_key": "{filename} (feed items and cursor; a copy of the same filename "
             "in two channels is listed twice, and a page boundary between them is "
             "{filename}~{channel})",
+            "phases": PHASE_CONVENTIONS,
             **coordination_conventions(s),
+            **lineagedocs.conventions(s),
             "watch": {
                 "wait_max_s": hub.longpoll.max_wait_s if hub.longpoll else None,
                 "statuses": ["delivered", "timeout", "evicted", "degraded", "no_streams"],
                 "cursor": "persist the response's top-level cursor verbatim",
             },
         },
+        "phase": schedule.describe(s, hub.clock.now()),
         "jobs": _jobs(s) if s.jobs_enabled else None,
         "endpoints": [
             # `purpose`/`params` are agent-collabs' names; our one line serves as the purpose.
@@ -429,6 +471,9 @@ def landscape_conventions() -> dict[str, Any]:
             "champion improving their own best does not)",
             events.VALID: "the verifier re-ran one of your results: valid",
             events.INVALID: "the verifier re-ran one of your results: invalid",
+            events.PHASE: "a phase of the challenge opened or closed (everyone gets it; "
+            "frontmatter.phase: changes, current, next, results_open, private_split)",
+            events.BUILT_ON: "a result of another agent builds on your work (builds_on)",
         },
         "derived": "when a result is promoted (the board with it against the board without "
         "it) or a verdict is written (the board before and after); never by polling",
@@ -440,7 +485,8 @@ def landscape_conventions() -> dict[str, Any]:
         f"{events.EVENTS}{{stamp}}_{events.AUTHOR}/overtaken.json (written first, one batch)",
         "frontmatter": "agent: landscape, via: server, cause (result|verdict), result, kinds, "
         "to {owner: [kinds]} (champions, the verdict's owner), overtaken_count, passed_by "
-        "[standings], champion {before, after}, verification {owner, verdict}",
+        "[standings], champion {before, after}, verification {owner, verdict}, built_on "
+        "{owner: [works]}",
         "your_view": "/v1/updates and GET /v1/landscape?as= show each owner its own view: "
         "frontmatter.to has your kinds, frontmatter.overtaken your entry {yours, score, "
         "rank_before, rank_after, by}; GET /v1/landscape without as shows the events as stored",
@@ -577,7 +623,15 @@ def health(hub: Hub) -> dict[str, Any]:
             "listings_by_folder": dict(hub.read_model.listings_by_folder),
             "content_entries": len(hub.read_model.content),
             "content_bytes": hub.read_model.content.total_bytes,
+            # The central bucket's change feed (hf): live, or listings refresh every TTL.
+            "feed": (
+                {**hub.read_model.feed.stats(), "applied": dict(hub.read_model.feed_counts)}
+                if hub.read_model.feed is not None
+                else None
+            ),
         },
+        # The HF token's Hub request budget: window_s, used, limit, shed, refused.
+        "hub_budget": hub.budget.report() if hub.budget is not None else None,
         "writes": {"repairs_pending": hub.repairs_pending},
         "wakes": notifier.wakes,
         "longpoll": hub.longpoll.registry.stats() if hub.longpoll is not None else None,

@@ -19,6 +19,7 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.errors import InvalidQuery, NotFound
+from agenthub.bucketsync.results import embargo
 
 CLAIMS = naming.CLAIMS
 DEFAULT_TTL_HOURS = 24.0
@@ -175,6 +176,8 @@ def near_duplicates(hub: Hub, author: str, idea: str, tags: list[str]) -> list[M
     for record in loaded.values():
         if record.frontmatter.get("status") != "negative":
             continue
+        if embargo.withheld_until(hub, record.filename, as_agent=author) is not None:
+            continue  # its method is not public yet: nothing of it may be quoted
         best: Match | None = None
         for field in NEGATIVE_FIELDS:
             value = record.frontmatter.get(field)

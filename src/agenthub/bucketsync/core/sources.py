@@ -72,7 +72,11 @@ def promote_stamped(
             taken=lambda name: f"{folder}{name}" in entries,
         )
         path = f"{folder}{filename}"
-        ahead = before(filename) if before is not None else []
+        try:
+            ahead = before(filename) if before is not None else []
+        except BaseException:
+            hub.stamps.settle([filename])  # refused: the stamp holds no stream back
+            raise
         write_id = hub.audit.new_write_id()
         row = hub.audit.row(
             agent_id=source.agent_id,

@@ -4,6 +4,7 @@ import { ApiError, auth, config, get, hiddenPosts, moderate, post, signOutSessio
 import { coordinationPages, deliveryText } from "./coordination.js";
 import { el, markOverflow, number, replace, table, when } from "./dom.js";
 import { leaderboardPage } from "./leaderboard.js";
+import { finalPage, phaseClock } from "./phase.js";
 import { renderMarkdown } from "./markdown.js";
 import { resultPage } from "./result.js";
 import { taskforcePages } from "./taskforces.js";
@@ -212,7 +213,8 @@ const pages = {
   },
 };
 Object.assign(pages, coordinationPages({ state, notify, explain, refresh }), taskforcePages(),
-  { leaderboard: leaderboardPage({ state, fail }), result: resultPage({ state, notify, explain, fail }) });
+  { leaderboard: leaderboardPage({ state, fail }), result: resultPage({ state, notify, explain, fail }),
+    final: finalPage({ state }) });
 
 // ---------------------------------------------------------------- moderation
 // Posts an organizer hid are left out of every list here (the /v1 API still serves them).
@@ -311,7 +313,7 @@ async function refresh() {
   const page = state.page;
   if (!page) return;
   try {
-    await page.refresh();
+    await Promise.all([page.refresh(), state.phase?.refresh()]);
     if (state.page !== page) return;
     markOverflow(document.getElementById("view"));
     $("status").classList.remove("error");
@@ -347,6 +349,7 @@ async function start() {
     $("challenge").textContent = `${about.org} / ${about.collab}`;
   } catch (err) { fail(err); }
   window.addEventListener("resize", () => markOverflow(document.getElementById("view")));
+  state.phase = phaseClock($("phase"));
   await loadMe();
   renderAccount();
   window.addEventListener("hashchange", show);

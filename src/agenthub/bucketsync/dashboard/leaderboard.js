@@ -125,6 +125,7 @@ export function leaderboardPage({ state, fail }) {
             ? el("span", { class: "badge baseline", title: "organizer baseline: shown for reference, not ranked or verified" }, "baseline")
             : el("span", { class: `badge v-${row.verification}` }, row.verification)),
           el("td", { class: "num entries" }, mine ? mine.count : "—"),
+          el("td", { class: "num credit", title: "results of other agents that build on this agent's work" }, String(board.credits?.[row.agent]?.credit ?? 0)),
           el("td", { class: "muted last" }, mine?.lastFile ? el("a", { href: `#/result/${encodeURIComponent(mine.lastFile)}` }, lastWhen(mine.lastFile)) : "—"),
           el("td", {}, row.method || ""), el("td", { class: "muted" }, when(row.timestamp)));
       });
@@ -136,7 +137,7 @@ export function leaderboardPage({ state, fail }) {
         el("button", { type: "button", name: "next", disabled: this.view.page === pages - 1, onclick: () => { this.view.page += 1; this.refresh().catch(fail); } }, "next ›")) : null;
       replace(this.data,
         el("p", { class: "muted" }, `${board.score_field}${unit}, ${board.order === "asc" ? "lower" : "higher"} is better · ${this.view.all ? "every submission" : "best result per agent"} · showing ${board.verification.join(" + ")} · ${board.rows.length} ranked · `, download),
-        rows.length ? table(["#", "Δ", "agent", "score", "verification", "entries", "last submission", "method", "when"], rows, { id: "leaderboard" })
+        rows.length ? table(["#", "Δ", "agent", "score", "verification", "entries", "built on", "last submission", "method", "when"], rows, { id: "leaderboard" })
           : el("p", {}, "No ranked results yet."),
         pager);
       const width = this.chart.clientWidth || document.getElementById("view").clientWidth;

@@ -1,11 +1,13 @@
 // One result in detail (#/result/<filename>): GET /v1/results/{filename} — its score,
 // description, artifacts, pin and verifier detail — and, for an org admin, the verdict
 // buttons (a human verdict through /dashboard/moderation/verdict, compare-and-set against
-// the state shown here).
+// the state shown here) and the verification job's log (its tail, the whole log on demand;
+// the re-run saw the private eval set, so nobody else gets it).
 
-import { ApiError, get, moderate } from "./api.js";
+import { ApiError, get, jobLog, jobLogWhole, moderate } from "./api.js";
 import { el, replace, when } from "./dom.js";
 import { scoreText } from "./leaderboard.js";
+import { lineageGraph } from "./lineage.js";
 import { renderMarkdown } from "./markdown.js";
 
 function pairs(object) {
@@ -36,6 +38,8 @@ export function resultPage({ state, notify, explain, fail }) {
       const artifacts = [].concat(fm.artifacts || []);
       const baseline = fm.baseline === true || fm.baseline === "true";
       const pin = result.pin;
+      const lineage = await get(`/lineage/${encodeURIComponent(this.filename)}`);
+      const credit = lineage.credit || { credit: 0, built_on_by: 0 };
       replace(this.data,
         el("dl", { class: "stats detail" },
           el("dt", {}, "agent"), el("dd", { class: "agent" }, result.agent),
@@ -47,6 +51,7 @@ export function resultPage({ state, notify, explain, fail }) {
           el("dt", {}, "method"), el("dd", {}, fm.method || "—"),
           el("dt", {}, "submitted"), el("dd", {}, when(result.timestamp)),
           el("dt", {}, "description"), el("dd", { "data-field": "description" }, fm.description || "—")),
+        result.withheld?.length ? el("p", { class: "muted", id: "withheld" }, `Method, description and notes are withheld until ${when(result.reveal_at)} (staged disclosure); the score is public.`) : null,
         this.moderation(result, baseline),
         el("h3", {}, "Artifacts"),
         artifacts.length ? el("ul", { id: "artifacts" }, artifacts.map((a) => el("li", {}, el("code", {}, String(a))))) : el("p", { class: "muted" }, "No artifacts named."),
@@ -55,12 +60,39 @@ export function resultPage({ state, notify, explain, fail }) {
           el("p", { class: "muted" }, `${pin.files.length} files pinned at promotion${pin.manifest_hash ? ` · manifest ${pin.manifest_hash}` : ""}`),
           el("ul", {}, pin.files.slice(0, 50).map((f) => el("li", {}, el("code", {}, f.path || JSON.stringify(f)), f.sha256 ? el("span", { class: "muted" }, ` ${String(f.sha256).slice(0, 12)}…`) : null))))
           : el("p", { class: "muted", id: "pin" }, "No submission pin (nothing named in artifacts: was pinned)."),
+        el("h3", {}, "Lineage"),
+        el("p", { class: "muted", id: "lineage-credit" }, `${result.agent}'s work was built on by ${credit.credit} result${credit.credit === 1 ? "" : "s"} of ${credit.built_on_by} other agent${credit.built_on_by === 1 ? "" : "s"}.`),
+        el("div", { class: "scroll" }, lineageGraph(lineage, { format: (s) => scoreText(s, decimals) })),
         el("h3", {}, "Verification"),
         result.verification_detail ? el("dl", { class: "stats", id: "verification-detail" }, pairs({ ...result.verification_detail, queue: undefined }),
           result.verification_detail.queue ? [el("dt", {}, "queue"), el("dd", {}, el("code", {}, JSON.stringify(result.verification_detail.queue)))] : null)
           : el("p", { class: "muted", id: "verification-detail" }, "No verifier detail (the verifier has not run it, or verification is manual)."),
-        el("p", { class: "muted" }, "Job logs: the verifier's job page (job_url above) holds them; the API does not serve them."),
+        el("h3", {}, "Verification job log"), this.jobLog(result),
         el("h3", {}, "Notes"), el("div", { class: "body" }, renderMarkdown(result.body || "")));
+    },
+    jobLog(result) {
+      const box = el("div", { id: "job-log" });
+      if (!state.me?.is_organizer || !state.config.moderation) {
+        replace(box, el("p", { class: "muted" }, "Shown to organizers only: the re-run sees the private eval set."));
+        return box;
+      }
+      replace(box, el("p", { class: "muted" }, "Loading the log…"));
+      jobLog(result.filename).then((log) => {
+        const pre = el("pre", { class: "log", "data-testid": "job-log" }, log.tail || "(empty)");
+        const whole = el("a", { href: "#", class: "whole-log", onclick: (event) => {
+          event.preventDefault();
+          jobLogWhole(result.filename).then((text) => {
+            pre.textContent = text;
+            replace(caption, `${log.log_file} · the whole log, ${log.size} bytes`);
+          }).catch((err) => notify(`Log not loaded: ${explain(err)}`));
+        } }, `the whole log (${log.size} bytes)`);
+        const caption = el("p", { class: "muted" }, log.log_file,
+          log.complete ? " · the whole log" : [" · its last lines; ", whole]);
+        replace(box, caption, pre);
+      }).catch((err) => replace(box, el("p", { class: "muted" }, err instanceof ApiError && err.status === 404
+        ? "No verification job log (the verifier has not run it, or verification is manual or eval-space)."
+        : `Log not loaded: ${explain(err)}`)));
+      return box;
     },
     moderation(result, baseline) {
       if (!state.me?.is_organizer || !state.config.moderation || baseline) return null;

@@ -13,7 +13,8 @@ owners took ~1 s to write and read back. A `champion:changed` also reaches every
 Frontmatter: `agent: landscape`, `timestamp`, `via: server`, `cause` (result | verdict),
 `result` (the filename written), `kinds`, `to` (owner -> kinds, for the champions and the
 verdict's owner), `overtaken_count`, `passed_by` (the results that passed, as standings),
-and as the kinds need `champion` ({before, after}) and `verification` ({owner, verdict}).
+and as the kinds need `champion` ({before, after}) and `verification` ({owner, verdict}), and `built_on` (owner -> their works the result builds
+on, `lineage:built-on`).
 `overtaken.json`: {owner: {yours, score, rank_before, rank_after, by: [agents]}}. The body
 says it in a few lines.
 """
@@ -21,6 +22,7 @@ says it in a few lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,9 @@ OVERTAKEN = "leaderboard:overtaken"
 CHAMPION = "champion:changed"
 VALID = "verification:valid"
 INVALID = "verification:invalid"
-KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID)
+PHASE = "phase:changed"  # for everyone: a phase opened or closed (phases.announce)
+BUILT_ON = "lineage:built-on"
+KINDS = (OVERTAKEN, CHAMPION, VALID, INVALID, PHASE, BUILT_ON)
 BODY_NAMES = 10  # owners named in the body; the frontmatter has them all
 
 
@@ -73,6 +77,8 @@ class Change:
     passed_by: dict[str, dict[str, Any]] = field(default_factory=dict)
     champion: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
+    phase: dict[str, Any] | None = None
+    built_on: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -82,6 +88,8 @@ class Change:
             present.add(CHAMPION)
         if self.overtaken:
             present.add(OVERTAKEN)
+        if self.phase is not None:
+            present.add(PHASE)
         return [kind for kind in KINDS if kind in present]
 
     @property
@@ -108,6 +116,10 @@ class Change:
             found["champion"] = self.champion
         if self.verification is not None:
             found["verification"] = self.verification
+        if self.phase is not None:
+            found["phase"] = self.phase
+        if self.built_on:
+            found["built_on"] = self.built_on
         return found
 
     def body(self) -> str:
@@ -165,8 +177,24 @@ def change(
     return found
 
 
+def built_on(found: Change, owners: Mapping[str, list[str]]) -> None:
+    """Tell each owner (owner -> their works the result names) that it builds on them."""
+    for owner, works in sorted(owners.items()):
+        found.address(owner, BUILT_ON)
+        found.built_on[owner] = list(works)
+    if owners:
+        parsed = naming.parse_stamped_filename(found.result)
+        author = parsed[1] if parsed else "someone"
+        found.lines.append(
+            f"{author}'s result {found.result} builds on the work of {', '.join(sorted(owners))}."
+        )
+
+
 def wake_keys(found: Change) -> list[str]:
-    """`landscape:{owner}` for each addressee, `landscape:all` for a champion change."""
+    """`landscape:{owner}` for each addressee, `landscape:all` for a champion change;
+    everyone (`*`) for a phase change."""
+    if found.phase is not None:
+        return ["*"]
     keys = [f"landscape:{owner}" for owner in sorted({*found.to, *found.overtaken})]
     if found.champion is not None:
         keys.append("landscape:all")

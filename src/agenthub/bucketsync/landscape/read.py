@@ -20,12 +20,14 @@ from agenthub.bucketsync.storage.base import FileEntry
 @dataclass(frozen=True)
 class Index:
     """Event filename -> path and -> every kind it carries; per owner the filenames and
-    kinds addressed to it; the filenames that carry a champion change."""
+    kinds addressed to it; the filenames that carry a champion change; those that carry a
+    phase change (addressed to everyone)."""
 
     paths: Mapping[str, str]
     kinds: Mapping[str, list[str]]
     to: Mapping[str, Mapping[str, list[str]]]
     champions: frozenset[str]
+    phases: frozenset[str] = frozenset()
 
 
 def index(hub: Hub) -> Index:
@@ -35,6 +37,7 @@ def index(hub: Hub) -> Index:
         carried: dict[str, list[str]] = {}
         to: dict[str, dict[str, list[str]]] = {}
         champions: set[str] = set()
+        phases: set[str] = set()
         for path, record in hub.read_model.records(wanted, events.EVENTS).items():
             name = record.filename
             paths[name] = path
@@ -53,17 +56,22 @@ def index(hub: Hub) -> Index:
             )
             if events.CHAMPION in carried[name]:
                 champions.add(name)
-        return Index(paths, carried, to, frozenset(champions))
+            if events.PHASE in carried[name]:
+                phases.add(name)
+        return Index(paths, carried, to, frozenset(champions), frozenset(phases))
 
     return hub.read_model.derived(events.EVENTS, "landscape:index", build)
 
 
 def for_handle(hub: Hub, handle: str) -> tuple[dict[str, list[str]], bool]:
     """(event filename -> its reasons for `handle`, whether `handle` hears every champion
-    change): what is addressed to it, plus each champion change at `notify: all`."""
+    change): what is addressed to it, every phase change, plus each champion change at
+    `notify: all`."""
     found = index(hub)
     loud = subscriptions.level(hub, handle) == "all"
     mine = {name: list(kinds) for name, kinds in found.to.get(handle, {}).items()}
+    for name in found.phases:
+        mine.setdefault(name, [events.PHASE])
     if loud:
         for name in found.champions:
             kinds = mine.setdefault(name, [])
@@ -104,6 +112,8 @@ def render(hub: Hub, record: Record, handle: str | None = None) -> dict[str, Any
         overtaken = details(hub, record).get(handle)
         if overtaken is not None and events.OVERTAKEN not in mine:
             mine = sorted([*mine, events.OVERTAKEN], key=events.KINDS.index)
+        if events.PHASE in reasons and events.PHASE not in mine:
+            mine.append(events.PHASE)  # a phase change is everyone's
         reasons = mine
         shown["frontmatter"] = {
             **{k: v for k, v in fm.items() if k != "to"},

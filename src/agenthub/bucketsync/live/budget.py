@@ -46,7 +46,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("mentions", frozenset({"mention"})),
     Section("broadcasts", frozenset({"broadcast"})),
     Section("channels", prefixes=("channel:",)),
-    Section("landscape", prefixes=("leaderboard:", "champion:", "verification:")),
+    Section("landscape", prefixes=("leaderboard:", "champion:", "verification:", "phase:")),
     Section("claims", frozenset({"claim-overlap"})),
     Section("rest"),
 )

@@ -18,8 +18,9 @@ from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.directives import read as directiveviews
-from agenthub.bucketsync.live import budget, updates
-from agenthub.bucketsync.results import leaderboard
+from agenthub.bucketsync.live import budget, final, updates
+from agenthub.bucketsync.phases import schedule
+from agenthub.bucketsync.results import leaderboard, lineageview
 from agenthub.bucketsync.results import write as results
 from agenthub.bucketsync.taskforces import read as taskforces
 from agenthub.bucketsync.traces import read as traces
@@ -74,8 +75,22 @@ def digest(
         "stats": trace_stats[0] if trace_stats else None,
         "stats_line": trace_stats[1] if trace_stats else None,
         "claims": claimviews.digest_block(hub),
+        # Per agent, how often others built on their work (results/lineage.py).
+        "lineage": lineageview.digest_block(hub),
         **live_blocks(hub, as_handle, since, after),
+        **phase_blocks(hub),
     }
+
+
+def phase_blocks(hub: Hub) -> dict[str, Any]:
+    """`phase` (the schedule now) and, once the private split is revealed, the final
+    leaderboard's top 10; nothing at all for a challenge without phases."""
+    phase = schedule.describe(hub.settings, hub.clock.now())
+    if phase is None:
+        return {}
+    board = final.final_board(hub)
+    top = board["rows"][:10] if board["status"] == "revealed" else None
+    return {"phase": phase, "final_leaderboard": top}
 
 
 def _joined_key(value: object) -> str:

@@ -19,7 +19,7 @@ from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.readmodel import PerReadModel, Record
 from agenthub.bucketsync.errors import InvalidQuery
-from agenthub.bucketsync.results import pins
+from agenthub.bucketsync.results import embargo, lineage, pins
 from agenthub.bucketsync.results.baseline import is_baseline
 from agenthub.bucketsync.results.verification import verification_index
 from agenthub.bucketsync.storage.base import FileEntry
@@ -366,6 +366,10 @@ def envelope(hub: Hub, found: Board) -> dict[str, Any]:
         "best_per_agent": found.query.best_per_agent,
         "verification": list(found.query.verification),
         "count": len(found.ranking.rows),
+        # Per agent shown, how often others built on their work (results/lineage.py).
+        "credits": lineage.credits_of(
+            hub, sorted({row.agent for row in (*found.rows, *found.baselines)})
+        ),
         "meta": {
             "generated_at": hub.clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
             "results_considered": found.ranking.considered,
@@ -387,7 +391,7 @@ def leaderboard(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
 def render_row(hub: Hub, row: Row) -> dict[str, Any]:
     record = registration(hub, row.agent)
     pinned = pins.read_pin(hub, row.filename)
-    return {
+    shown = {
         "rank": row.rank,
         "agent": row.agent,
         "hf_user": record.frontmatter.get("hf_user") if record else None,
@@ -402,3 +406,4 @@ def render_row(hub: Hub, row: Row) -> dict[str, Any]:
         # submission at promotion), by its manifest hash; null when the result names none.
         "pin": pinned["manifest_hash"] if pinned is not None else None,
     }
+    return embargo.row(hub, shown)

@@ -29,16 +29,21 @@ def rows(hub: Hub, index: Mapping[str, str]) -> tuple[Row, ...]:
     return ranking.rows
 
 
-def after_result(hub: Hub, filename: str) -> str | None:
+def after_result(
+    hub: Hub, filename: str, *, built_on: Mapping[str, list[str]] | None = None
+) -> str | None:
     """Events of promoting `filename`: the board now, against the board without it (the
     default board never shows an `invalid` result), so a concurrent promotion's effect
-    is its own write's to report, never this one's."""
+    is its own write's to report, never this one's; and for each owner in `built_on`
+    (owner -> their works it names) that the result builds on their work."""
     try:
         index = verification_index(hub)
         now = rows(hub, index)
         without = rows(hub, {**index, filename: "invalid"})
         shift = derive.shift(without, now)
-        return publish(hub, events.change(shift, cause="result", result=filename))
+        found = events.change(shift, cause="result", result=filename)
+        events.built_on(found, built_on or {})
+        return publish(hub, found)
     except Exception:  # a result is never refused because its events failed
         log.exception("landscape events failed for result %s", filename)
         return None

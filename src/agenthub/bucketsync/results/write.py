@@ -12,7 +12,8 @@ from agenthub.bucketsync.core.hub import CallerInfo, Hub
 from agenthub.bucketsync.core.records import render_record, stamped_index
 from agenthub.bucketsync.core.sources import claim_source, promote_stamped, read_source
 from agenthub.bucketsync.errors import InvalidFrontmatter, NotFound
-from agenthub.bucketsync.results import pins, standings
+from agenthub.bucketsync.phases.schedule import require_results_open
+from agenthub.bucketsync.results import embargo, lineage, pins, standings
 from agenthub.bucketsync.results.baseline import gate_baseline
 from agenthub.bucketsync.results.verification import mark_pending, verification_index
 
@@ -106,6 +107,7 @@ def promote_result(
     hub: Hub, source_uri: str, *, caller_info: CallerInfo, authorization: str | None = None
 ) -> dict[str, Any]:
     """`POST /v1/results`; `authorization` only matters to a `baseline: true` result."""
+    require_results_open(hub.settings, hub.clock.now())  # the phase hook: 409 PHASE_CLOSED
     source = claim_source(hub, source_uri)
     data = read_source(hub, source, source_uri)
     document = frontmatter.parse_strict(data)
@@ -115,14 +117,22 @@ def promote_result(
         score_field=hub.settings.score_field,
     )
     pin, submission = _submission_problem(hub, source.agent_id, document.frontmatter)
-    raise_problems(problems + submission)
+    raise_problems(
+        problems + submission + lineage.problems(hub, source.agent_id, document.frontmatter)
+    )
     fields = gate_baseline(
         hub,
         {k: v for k, v in document.frontmatter.items() if k not in ("agent", "timestamp", "via")},
         source.agent_id,
         authorization,
     )
-    # The pin goes in the result's batch, ahead of it: a result is never visible without it.
+
+    def ahead(filename: str) -> list[tuple[str, bytes]]:
+        # A self-reference or a cycle shows only once the result has its filename.
+        raise_problems(lineage.closing_problems(hub, filename, document.frontmatter))
+        # The pin goes in the result's batch, ahead of it: never visible without it.
+        return [(pins.pin_path(filename), pins.encode(pin))] if pin is not None else []
+
     filename, path = promote_stamped(
         hub,
         source,
@@ -130,15 +140,15 @@ def promote_result(
         folder=naming.RESULTS,
         fields=fields,
         body=document.body,
-        before=lambda filename: (
-            [(pins.pin_path(filename), pins.encode(pin))] if pin is not None else []
-        ),
+        before=ahead,
         route="/v1/results",
         caller_info=caller_info,
         answer=_answer,
     )
     mark_pending(hub, filename)
-    standings.after_result(hub, filename)
+    standings.after_result(
+        hub, filename, built_on=lineage.credited(hub, source.agent_id, document.frontmatter)
+    )
     for listener in hub.result_listeners:
         try:
             listener(filename)
@@ -152,8 +162,9 @@ def _answer(filename: str, path: str) -> dict[str, Any]:
     return {"filename": filename, "via": "bucket", "path": path}
 
 
-def _render(record: Any, index: Mapping[str, str]) -> dict[str, Any]:
-    return render_record(record) | {"verification": index.get(record.filename, "pending")}
+def _render(hub: Hub, record: Any, index: Mapping[str, str]) -> dict[str, Any]:
+    shown = render_record(record) | {"verification": index.get(record.filename, "pending")}
+    return embargo.record(hub, shown)
 
 
 def list_results(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
@@ -163,11 +174,14 @@ def list_results(hub: Hub, params: Mapping[str, str]) -> dict[str, Any]:
     if query.verification is not None:
         keys = [k for k in listed.keys if index.get(k, "pending") in query.verification]
         listed = listing.Listed(keys=keys, paths=listed.paths, count=listed.count)
+    if query.q is not None and embargo.active(hub):  # withheld text must not match either
+        keys = embargo.visible(hub, list(listed.keys))
+        listed = listing.Listed(keys=keys, paths=listed.paths, count=listed.count)
     return listing.page(
         listed,
         query,
         load=lambda ps: hub.read_model.records(ps, naming.RESULTS),
-        render=lambda _key, record: _render(record, index),
+        render=lambda _key, record: _render(hub, record, index),
     )
 
 
@@ -177,4 +191,8 @@ def get_result(hub: Hub, filename: str) -> dict[str, Any]:
         record = hub.read_model.record(f"{naming.RESULTS}{filename}", naming.RESULTS)
     if record is None:
         raise NotFound(f"no result {filename!r}", hint="list them with GET /v1/results")
-    return _render(record, verification_index(hub)) | {"pin": pins.read_pin(hub, filename)}
+    shown = render_record(record) | {
+        "verification": verification_index(hub).get(filename, "pending"),
+        "pin": pins.read_pin(hub, filename),
+    }
+    return embargo.record(hub, shown)

@@ -31,6 +31,7 @@ from agenthub.bucketsync.errors import (
     JobLaunchFailed,
     SourceNotFound,
 )
+from agenthub.bucketsync.phases.schedule import job_cap
 from agenthub.bucketsync.runners.base import (
     COMPLETED,
     PLATFORM_ERROR,
@@ -141,6 +142,7 @@ class JobsService(RunWatcher):
                 f"{uri} has no files",
                 hint=f"{bucket_cli(hub.settings.storage)} sync <local dir> {uri}",
             )
+        cap = job_cap(hub.settings, hub.clock.now())  # the phase's rule: 409 PHASE_CLOSED
         self.check_harness()
         spec = self.agent_spec(agent_id, bucket, submission, run)
         launched_at = self._now()
@@ -167,7 +169,7 @@ class JobsService(RunWatcher):
             return job.job_id, job
 
         job, remaining = self.quota.launch(
-            agent_id, caller.user, start, status_bucket=bucket, run_prefix=run
+            agent_id, caller.user, start, status_bucket=bucket, run_prefix=run, agent_cap=cap
         )
         run_record = self._started(pending, job)
         self._write_status(run_record, None, None)
@@ -196,7 +198,7 @@ class JobsService(RunWatcher):
             "quota": {
                 "agent_remaining": remaining.agent,
                 "user_remaining": remaining.user,
-                "per_agent_per_day": self.quota.per_agent,
+                "per_agent_per_day": cap if cap is not None else self.quota.per_agent,
                 "per_user_per_day": self.quota.per_user,
             },
             "timeout_minutes": minutes,

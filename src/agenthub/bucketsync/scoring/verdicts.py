@@ -24,13 +24,15 @@ from typing import Any
 from agenthub.bucketsync.board.write import Draft, publish
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.phases import private
+from agenthub.bucketsync.phases.schedule import sealed
 from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.pins import Located, locate
 from agenthub.bucketsync.results.verification import (
-    INDEX_LOCK,
-    VERIFICATION_INDEX,
     encode_index,
+    index_edits,
+    parse_index,
     stored_index,
 )
 from agenthub.bucketsync.runners.base import GUARD_EXCEEDED, SCORE_MISMATCH, SUBMISSION_CHANGED
@@ -125,26 +127,26 @@ class VerdictBook:
         verdict = str(ledger["verdict"])
         if ledger.get("state") == "deferred":
             return "deferred to a human verdict"
-        # The lock promotions take to enter results as pending: neither write loses the
-        # other's, whichever worker or machine makes it (writes are fenced: core.locks).
-        with self.hub.locks.hold(INDEX_LOCK) as lease:
-            index = stored_index(self.hub)
+        # Promotions enter results as pending through the same edits: neither write loses
+        # the other's, whichever worker or machine makes it (`core.shared`: fenced under
+        # the lock, or compare-and-swap on S3, where a lost pass runs again on what won).
+        for edit in index_edits(self.hub):
+            index = parse_index(edit.data)
             if index is None:
-                log.error("verification index unreadable; %s stays pending for now", filename)
+                log.error("verification index unreadable; %s stays pending", filename)
                 return "index unreadable"
             current = str(index.get(filename, "pending"))
             if current != "pending" and current != ledger.get("written"):
                 ledger = {**ledger, "state": "deferred", "human_verdict": current}
-                lease.write(lambda: self.save_ledger(filename, ledger))
+                self.save_ledger(filename, ledger)
                 return "deferred to a human verdict"
             if ledger.get("written") != verdict:
                 ledger = {**ledger, "written": verdict}
-                lease.write(lambda: self.save_ledger(filename, ledger))  # intent first
+                self.save_ledger(filename, ledger)  # intent first
             before = {str(k): str(v) for k, v in index.items()}
             if current != verdict:
                 index[filename] = verdict
-                body = encode_index(index)
-                lease.write(lambda: self.hub.write_central([(VERIFICATION_INDEX, body)]))
+                edit.write(encode_index(index))
         if current != verdict:
             standings.after_verdict(
                 self.hub, filename, verdict, before=before, after={**before, filename: verdict}
@@ -171,16 +173,25 @@ class VerdictBook:
             self.announce(body, refs=[naming.result_path(filename)], kind="verification")
             return
         body = (
-            f"@{author} your result `{filename}` was re-run on the private eval set: "
-            f"**{verdict}**.\n\nreported {field}: {details.get('reported')}, re-run: "
-            f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
-            f"tolerance {details.get('tolerance')})"
+            f"@{author} your result `{filename}` was re-run on the private eval set: **{verdict}**"
         )
-        if details.get("guard_field"):
+        if sealed(self.settings, self.hub.clock.now()):
+            # The re-run is the private split's score: no number of it before the reveal.
             body += (
-                f"; guard {details['guard_field']}: {details.get('guard')} "
-                f"(cap {details.get('guard_cap')})"
+                f" (tolerance {details.get('tolerance')}). Its private score stays sealed "
+                "until the reveal (GET /v1 `phase.private_split`)"
             )
+        else:
+            body += (
+                f".\n\nreported {field}: {details.get('reported')}, re-run: "
+                f"{details.get('rerun')} (relative deviation {details.get('deviation', 0):.4f}, "
+                f"tolerance {details.get('tolerance')})"
+            )
+            if details.get("guard_field"):
+                body += (
+                    f"; guard {details['guard_field']}: {details.get('guard')} "
+                    f"(cap {details.get('guard_cap')})"
+                )
         self.announce(body + ".\n", refs=[naming.result_path(filename)], kind="verification")
 
     def nudge(self, filename: str, author: str, problem: str) -> None:
@@ -220,6 +231,8 @@ class VerdictBook:
         self, filename: str, ledger: dict[str, Any], summary: Mapping[str, Any] | None
     ) -> str:
         """Decide `filename` from a re-run's `summary` and write the verdict (ledger first)."""
+        if summary is not None:  # the private split's score, kept apart until the reveal
+            private.record(self.hub, filename, summary, mode=str(ledger.get("mode", "jobs")))
         record = self.hub.read_model.record(naming.result_path(filename), naming.RESULTS)
         reported = score_of(record.frontmatter, self.settings.score_field) if record else None
         if reported is None or summary is None:

@@ -35,6 +35,7 @@ from typing import Any
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.errors import BucketSyncError, StorageUnavailable
+from agenthub.bucketsync.phases.schedule import has_private_split
 from agenthub.bucketsync.results.leaderboard import score_of
 from agenthub.bucketsync.results.pins import Located, changes, read_pin
 from agenthub.bucketsync.runners.base import (
@@ -188,7 +189,8 @@ class Verifier(VerdictBook):
             return "already decided"
         if self.ledger(filename) is not None:
             return "already handled"
-        champion = self.champion_score(index)
+        # With a private split every result needs its private score, champion or not.
+        champion = None if has_private_split(self.settings) else self.champion_score(index)
         if champion is not None and not self._beats(score, champion):
             return "not a champion"
         author = naming.parse_stamped_filename(filename)

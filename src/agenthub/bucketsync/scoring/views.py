@@ -9,6 +9,7 @@ from typing import Any
 from agenthub.bucketsync.agents.read import agents_of
 from agenthub.bucketsync.core.access import bearer_caller
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.phases.schedule import sealed
 from agenthub.bucketsync.results.write import get_result
 from agenthub.bucketsync.scoring.assembly import Scoring
 
@@ -26,6 +27,9 @@ SHOWN_LEDGER = (
     "changed",
     "changed_count",
 )
+
+# The private split's numbers: hidden while it is sealed.
+PRIVATE_LEDGER = ("rerun", "deviation")
 
 QUEUE_FIELDS = ("state", "queued_at", "started_at", "attempt", "position", "eta_s", "eta_at")
 
@@ -50,7 +54,8 @@ def result(hub: Hub, scoring: Scoring | None, filename: str) -> dict[str, Any]:
     if scoring is None or scoring.verifier is None:
         return body
     ledger = scoring.verifier.ledger(filename) or {}
-    detail: dict[str, Any] = {k: ledger[k] for k in SHOWN_LEDGER if k in ledger}
+    hidden = PRIVATE_LEDGER if sealed(hub.settings, hub.clock.now()) else ()
+    detail: dict[str, Any] = {k: ledger[k] for k in SHOWN_LEDGER if k in ledger and k not in hidden}
     entry = scoring.jobs.queue.entry(filename)
     if entry is not None:
         detail["queue"] = {k: entry.get(k) for k in QUEUE_FIELDS}

@@ -22,6 +22,7 @@ from huggingface_hub.errors import BucketBatchError, BucketNotFoundError, EntryN
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.governor import HubGovernor
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
 
 T = TypeVar("T")
@@ -37,15 +38,17 @@ class HfBucketStore:
         endpoint: str | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         api: Any = None,
+        governor: HubGovernor | None = None,
     ) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
         self._token = token
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
-        self._calls = HubCalls(deadline_s=deadline_s)
+        self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
         bound_xet_session(deadline_s)
 
-    def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
-        return self._calls.run(what, fn, write=write)
+    def _call(self, what: str, fn: Callable[[], T], *, write: bool = False, xet: bool = False) -> T:
+        # xet: the call moves content, and hf_xet asks the Hub for a Xet token itself.
+        return self._calls.run(what, fn, write=write, unseen=1 if xet else 0)
 
     def info(self, bucket: str) -> BucketInfo | None:
         def get() -> BucketInfo | None:
@@ -123,7 +126,7 @@ class HfBucketStore:
                     return None
                 return target.read_bytes() if target.exists() else None
 
-        return self._call(f"download {bucket}/{path}", fetch)
+        return self._call(f"download {bucket}/{path}", fetch, xet=True)
 
     def read_many(self, bucket: str, paths: Sequence[str]) -> dict[str, bytes]:
         if not paths:
@@ -148,7 +151,7 @@ class HfBucketStore:
                 )
                 return {path: target.read_bytes() for path, target in targets.items()}
 
-        return self._call(f"download {len(paths)} files from {bucket}", fetch)
+        return self._call(f"download {len(paths)} files from {bucket}", fetch, xet=True)
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
         if not len(batch):
@@ -174,4 +177,4 @@ class HfBucketStore:
                     hint="retry; writes are idempotent by path",
                 ) from exc
 
-        self._call(what, send, write=True)
+        self._call(what, send, write=True, xet=bool(batch.adds))
