@@ -6,6 +6,7 @@ read model listed once, as a serving worker has it), with one agent doing it alo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
 from tests.support.hub_emulator import HubEmulator, running_hub
-from tests.support.hub_workload import Workload
+from tests.support.hub_workload import AUDIT, CENTRAL, Workload
 
 AGENTS = ("a1", "a2", "a3")
 
@@ -79,3 +80,22 @@ def test_a_file_read_is_a_resolver_request_not_an_api_request(hub: HubEmulator) 
     assert store.read("acme/reads", "dir/missing.md") is None
     assert store.read("acme/none", "a.md") is None
     assert hub.api_requests() == 0 and hub.count("resolve") == 3
+
+
+def test_concurrent_posts_share_batches_at_most_2_5_api_requests_each(
+    world: Workload,
+) -> None:
+    posts = 24
+    before = world.hub.api_requests()
+    with ThreadPoolExecutor(max_workers=posts) as pool:
+        answers = list(pool.map(lambda n: world.post(AGENTS[1 + n % 2], "a2"), range(posts)))
+    assert [answer.status_code for answer in answers] == [201] * posts
+    used = world.hub.api_requests() - before
+    assert used / posts <= 2.5, world.hub.counts(kind="api")
+    # Every acknowledged post is in the Hub, with its audit row and no open journal entry.
+    files = world.hub.files(CENTRAL)
+    audit = world.hub.files(AUDIT)
+    for answer in answers:
+        assert answer.json()["path"] in files
+    assert not [path for path in audit if path.startswith("journal/")]
+    assert sum(path.startswith("audit/") for path in audit) >= posts

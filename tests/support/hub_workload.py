@@ -50,9 +50,10 @@ def settings_for(hub: HubEmulator, data_dir: Path, **overrides: Any) -> BucketSy
 class Workload:
     """One bucket-sync app on `hub`, and the agents it serves."""
 
-    def __init__(self, hub: HubEmulator, client: TestClient) -> None:
+    def __init__(self, hub: HubEmulator, client: TestClient, store: HfBucketStore) -> None:
         self.hub = hub
         self.client = client
+        self.store = store
         self._counter = itertools.count()
 
     @classmethod
@@ -77,10 +78,15 @@ class Workload:
             clock=clock,
             roles_ttl_s=300,
         )
-        store = HfBucketStore(token=ADMIN_TOKEN, endpoint=hub.url, deadline_s=deadline_s)
+        store = HfBucketStore(
+            token=ADMIN_TOKEN,
+            endpoint=hub.url,
+            deadline_s=deadline_s,
+            group_linger_s=settings.hub_group_linger_s,
+        )
         app = create_app(settings, store=store, identity=identity, clock=clock)
         with TestClient(app) as client:
-            yield cls(hub, client)
+            yield cls(hub, client, store)
 
     # -- arranging (direct emulator state, not counted) -----------------------------------------
     @staticmethod

@@ -86,23 +86,45 @@ class AuditLog:
 
     def append(self, row: dict[str, Any]) -> bool:
         """Append a built row; returns False (and counts the loss) if the write failed."""
-        line = (json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        line = self._line(row)
         month = str(row["ts"])[:7].replace("-", "")
         with self._lock:
             try:
                 if isinstance(self._store, AppendableStore):
                     self._store.append(self._bucket, f"audit/{month}.jsonl", line)
                 else:
-                    write_id = str(row.get("write_id") or self.new_write_id())
-                    part = f"audit/{month}/{write_id}.jsonl"
-                    self._store.write_batch(self._bucket, Batch(adds=[(part, line)]))
+                    part = self.part(row)
+                    assert part is not None
+                    self._store.write_batch(self._bucket, Batch(adds=[part]))
             except Exception as exc:  # an audit failure must never fail the request
-                self.failures += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.error("audit row lost (%s): %s", self.last_error, line.decode().strip())
+                self.lost(row, exc)
                 return False
             self.written += 1
             return True
+
+    @staticmethod
+    def _line(row: dict[str, Any]) -> bytes:
+        return (json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n").encode()
+
+    def part(self, row: dict[str, Any]) -> tuple[str, bytes] | None:
+        """The part file holding `row`, for a caller that writes it in its own batch (the
+        board journal's last batch), or None on a store that appends in place (`append`)."""
+        if isinstance(self._store, AppendableStore):
+            return None
+        month = str(row["ts"])[:7].replace("-", "")
+        write_id = str(row.get("write_id") or self.new_write_id())
+        return f"audit/{month}/{write_id}.jsonl", self._line(row)
+
+    def landed(self) -> None:
+        """A row written through `part` landed."""
+        with self._lock:
+            self.written += 1
+
+    def lost(self, row: dict[str, Any], exc: BaseException) -> None:
+        """A row did not land: counted and logged, never failing the request."""
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        log.error("audit row lost (%s): %s", self.last_error, self._line(row).decode().strip())
 
     def rows(self, month: str) -> list[dict[str, Any]]:
         """Every row of `month` (YYYYMM), in write order, whichever layout holds it."""

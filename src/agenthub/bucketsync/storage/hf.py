@@ -11,7 +11,9 @@ Hub API budget (issue 29): a single-file `read` is one `GET /buckets/{id}/resolv
 which the Hub counts as a Resolver request (its own, larger limit: 20,000 per 5 minutes
 for a Team org against 3,000 API requests), not the paths-info + Xet read token + CAS
 download of `download_bucket_files`; Xet tokens are reused until they expire
-(`xettokens`); `read_many` asks paths-info once for all its paths.
+(`xettokens`); `read_many` asks paths-info once for all its paths; concurrent batch
+writes to one bucket share one batch request (`groupcommit`, lingering `group_linger_s`
+while the bucket is busy).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from huggingface_hub.utils._http import hf_raise_for_status
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.groupcommit import GroupCommit
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
 from agenthub.bucketsync.storage.xettokens import seed_xet_tokens
 
@@ -46,6 +49,7 @@ class HfBucketStore:
         token: str | None,
         endpoint: str | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
+        group_linger_s: float = 0.0,
         api: Any = None,
     ) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
@@ -54,6 +58,7 @@ class HfBucketStore:
         self._calls = HubCalls(deadline_s=deadline_s)
         bound_xet_session(deadline_s)
         seed_xet_tokens()
+        self.group = GroupCommit(self._send_batch, linger_s=group_linger_s)
 
     def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
         return self._calls.run(what, fn, write=write)
@@ -158,8 +163,10 @@ class HfBucketStore:
         return self._call(f"download {len(paths)} files from {bucket}", fetch)
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
-        if not len(batch):
-            return
+        if len(batch):
+            self.group.write(bucket, batch)
+
+    def _send_batch(self, bucket: str, batch: Batch) -> None:
         what = f"batch write to {bucket}"
 
         def send() -> None:
