@@ -272,12 +272,25 @@ def main() -> None:
     after = per_operation()
     before = per_operation_at(args.before) if args.before else None
     print_ops(after, before, args.before)
+    columns = {"after": after, **({f"before ({args.before})": before} if before else {})}
     if args.agent_collabs:
         from bench.hub_budget_collabs import collabs_figures
 
-        print("\nagent-collabs backend, same workload, same emulator")
-        for name, count in collabs_figures(Path(args.agent_collabs)).items():
+        collabs = collabs_figures(Path(args.agent_collabs))
+        print("\nagent-collabs backend, same workload, same emulator (driven, not modelled)")
+        for name, count in collabs.items():
             print(f"  {name:<18}{count:>8}")
+        if all(isinstance(collabs[k], int) for k in ("post", "result")):
+            columns["agent-collabs"] = {k: int(v) for k, v in collabs.items()}
+    print(
+        f"\nprojected from the lone-operation counts (no batch shared), {args.agents} agents posting once a "
+        f"minute and a result every {args.result_every:g} min (API requests per 5 min; "
+        "warm reads 0):"
+    )
+    for label, counts in columns.items():
+        posts = args.agents * 5 * counts["post"]
+        results = args.agents * 5 / args.result_every * counts["result"]
+        print(f"  {label:<22}{posts + results:>8.0f}")
     if not args.no_fleet:
         fleet(args.agents, args.minutes, args.result_every, args.digest_every)
 
