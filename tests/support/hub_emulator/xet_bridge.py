@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import httpx2
 
@@ -51,17 +51,19 @@ class _Handle:
 class _Transfer(ABC):
     """What an upload commit and a download group share: a token, then CAS requests."""
 
-    def __init__(
-        self,
-        session: BridgeSession,
-        refresh_url: str,
-        headers: dict[str, str],
-        seed: tuple[str, str] | None = None,
-    ) -> None:
+    def __init__(self, session: BridgeSession, refresh_url: str, headers: dict[str, str]) -> None:
         self._session = session
         self._refresh_url = refresh_url
         self._headers = headers
-        self._seed = seed
+        self._seed: tuple[str, str] | None = None
+
+    def seeded(self, options: dict[str, Any]) -> Self:
+        """Use the (CAS endpoint, token) a caller seeded, as hf_xet takes them: all three
+        of `endpoint`, `token` and `token_expiry_unix_secs`, or no seed."""
+        endpoint, token = options.get("endpoint"), options.get("token")
+        if endpoint and token and options.get("token_expiry_unix_secs") is not None:
+            self._seed = (str(endpoint), str(token))
+        return self
 
     def _cas(self) -> tuple[str, dict[str, str]]:
         if self._seed is not None:  # hf_xet asks the refresh URL only without a seed
@@ -89,14 +91,8 @@ class _Transfer(ABC):
 
 
 class _UploadCommit(_Transfer):
-    def __init__(
-        self,
-        session: BridgeSession,
-        refresh_url: str,
-        headers: dict[str, str],
-        seed: tuple[str, str] | None = None,
-    ) -> None:
-        super().__init__(session, refresh_url, headers, seed)
+    def __init__(self, session: BridgeSession, refresh_url: str, headers: dict[str, str]) -> None:
+        super().__init__(session, refresh_url, headers)
         self._handles: list[_Handle] = []
 
     def start_upload_bytes(self, data: bytes, sha256: Any = None) -> _Handle:
@@ -117,14 +113,8 @@ class _UploadCommit(_Transfer):
 
 
 class _DownloadGroup(_Transfer):
-    def __init__(
-        self,
-        session: BridgeSession,
-        refresh_url: str,
-        headers: dict[str, str],
-        seed: tuple[str, str] | None = None,
-    ) -> None:
-        super().__init__(session, refresh_url, headers, seed)
+    def __init__(self, session: BridgeSession, refresh_url: str, headers: dict[str, str]) -> None:
+        super().__init__(session, refresh_url, headers)
         self._wanted: list[tuple[str, str]] = []
 
     def start_download_file(self, info: Any, dest: str) -> None:
@@ -157,27 +147,18 @@ class BridgeSession:
     def new_upload_commit(
         self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **seed: Any
     ) -> _UploadCommit:
-        return _UploadCommit(self, token_refresh_url, token_refresh_headers, _seeded(seed))
+        return _UploadCommit(self, token_refresh_url, token_refresh_headers).seeded(seed)
 
     def new_file_download_group(
         self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **seed: Any
     ) -> _DownloadGroup:
-        return _DownloadGroup(self, token_refresh_url, token_refresh_headers, _seeded(seed))
+        return _DownloadGroup(self, token_refresh_url, token_refresh_headers).seeded(seed)
 
     def sigint_abort(self) -> None:
         """Nothing runs in the background to abort."""
 
     def close(self) -> None:
         self._client.close()
-
-
-def _seeded(options: dict[str, Any]) -> tuple[str, str] | None:
-    """The (CAS endpoint, token) a caller seeded, as hf_xet takes them: all three of
-    `endpoint`, `token` and `token_expiry_unix_secs`, or no seed."""
-    endpoint, token = options.get("endpoint"), options.get("token")
-    if endpoint and token and options.get("token_expiry_unix_secs") is not None:
-        return str(endpoint), str(token)
-    return None
 
 
 @contextlib.contextmanager
