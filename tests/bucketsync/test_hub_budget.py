@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
@@ -99,3 +100,25 @@ def test_concurrent_posts_share_batches_at_most_2_5_api_requests_each(
         assert answer.json()["path"] in files
     assert not [path for path in audit if path.startswith("journal/")]
     assert sum(path.startswith("audit/") for path in audit) >= posts
+
+
+def test_concurrent_audit_rows_share_batches(hub: HubEmulator) -> None:
+    hub.add_bucket(AUDIT, private=True)
+    store = HfBucketStore(token="hf_audit", endpoint=hub.url, deadline_s=5, group_linger_s=0.05)
+    audit = AuditLog(store, AUDIT, FrozenClock(), two_org=True)
+
+    def record(index: int) -> bool:
+        return audit.record(
+            agent_id=f"agent-{index}",
+            route="/v1/results",
+            via="bucket",
+            source=None,
+            target_path=f"results/{index}.md",
+            size=1,
+            status_code=201,
+        )
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        assert all(pool.map(record, range(20)))
+    assert audit.written == 20 and hub.count("batch") < 10
+    assert sum(path.startswith("audit/") for path in hub.files(AUDIT)) == 20
