@@ -15,6 +15,7 @@ from agenthub.bucketsync.core.audit import AuditLog
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
+from tests.bucketsync.reliability.test_audit_growth import write_rows
 from tests.support.hub_emulator import HubEmulator, running_hub
 from tests.support.hub_workload import AUDIT, CENTRAL, Workload
 
@@ -107,18 +108,7 @@ def test_concurrent_audit_rows_share_batches(hub: HubEmulator) -> None:
     store = HfBucketStore(token="hf_audit", endpoint=hub.url, deadline_s=5, group_linger_s=0.05)
     audit = AuditLog(store, AUDIT, FrozenClock(), two_org=True)
 
-    def record(index: int) -> bool:
-        return audit.record(
-            agent_id=f"agent-{index}",
-            route="/v1/results",
-            via="bucket",
-            source=None,
-            target_path=f"results/{index}.md",
-            size=1,
-            status_code=201,
-        )
-
     with ThreadPoolExecutor(max_workers=20) as pool:
-        assert all(pool.map(record, range(20)))
+        list(pool.map(lambda _: write_rows(audit, 1), range(20)))
     assert audit.written == 20 and hub.count("batch") < 10
     assert sum(path.startswith("audit/") for path in hub.files(AUDIT)) == 20
