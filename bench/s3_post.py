@@ -25,9 +25,11 @@ import httpx
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.s3server import S3Server, running_s3
+from tests.support.s3server import KEY_ID, REGION, SECRET, S3Server, running_s3
 
 from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.identity.stored import StoredUsers
+from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
 from bench._servers import free_port, percentile, wait_until_up
 
 ORG, SLUG = "bench", "chal"
@@ -36,7 +38,22 @@ ORG, SLUG = "bench", "chal"
 def one_round(kind: str, s3: S3Server, agents: int, posts: int) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="s3bench-") as tmp:
         data = Path(tmp) / "data"
-        identity = LocalIdentity(data / "users.json", org=ORG)
+        storage = s3.env(s3.new_bucket()) if kind == "s3" else {}
+        # Where the server reads users: the data directory, or (s3) the S3 bucket.
+        users: Path | StoredUsers = data / "users.json"
+        if kind == "s3":
+            users = StoredUsers(
+                S3BucketStore(
+                    S3Config(
+                        bucket=storage["BUCKETSYNC_S3_BUCKET"],
+                        endpoint=s3.endpoint,
+                        region=REGION,
+                        access_key_id=KEY_ID,
+                        secret_access_key=SECRET,
+                    )
+                )
+            )
+        identity = LocalIdentity(users, org=ORG)
         tokens = {f"a{i}": identity.add_user(f"u{i}", role="contributor") for i in range(agents)}
         env = {
             **os.environ,
@@ -44,7 +61,7 @@ def one_round(kind: str, s3: S3Server, agents: int, posts: int) -> list[float]:
             "COLLAB_SLUG": SLUG,
             "AUDIT_BUCKET": f"{ORG}-admin/{SLUG}-audit",
             "BUCKETSYNC_DATA_DIR": str(data),
-            **(s3.env(s3.new_bucket()) if kind == "s3" else {}),
+            **storage,
         }
         port = free_port()
         log = open(Path(tmp) / "serve.log", "wb")  # noqa: SIM115 (lives as long as the server)

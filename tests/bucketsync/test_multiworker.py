@@ -42,7 +42,8 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # Generous: on a loaded 2-core machine an interpreter start plus imports took over 30 s.
+    deadline = time.monotonic() + 90
     while True:
         try:
             if httpx.get(f"{base}/v1/healthz", timeout=1).status_code == 200:
@@ -53,6 +54,16 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
             process.kill()
             raise AssertionError(f"server did not start:\n{log.read_text()}")
         time.sleep(0.1)
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Terminate `serve` processes, killing one that does not exit in 10 s."""
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -93,12 +104,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[HttpWorld, HttpWorld]]:
         a.client.close()
         b.client.close()
     finally:
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
         drop_prefix(url, prefix)
 
 

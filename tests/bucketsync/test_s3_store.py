@@ -5,7 +5,6 @@ separate data directories sharing one S3 bucket."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from fastapi.testclient import TestClient
 from agenthub.bucketsync.app import create_app, default_adapters
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable, WriteOutcomeUnknown
 from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.identity.stored import StoredUsers
 from agenthub.bucketsync.settings import SettingsError
 from agenthub.bucketsync.storage.base import (
     Batch,
@@ -28,7 +28,7 @@ from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, World, make_settings
-from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env
+from tests.bucketsync.test_multiworker import HttpWorld, serve, serve_env, stop
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 from tests.support.s3server import KEY_ID, REGION, SECRET, S3Server, running_s3
 
@@ -38,6 +38,12 @@ B = "ns/b"
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
     with running_s3() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def s3_serial() -> Iterator[S3Server]:
+    with running_s3(serial=True) as server:
         yield server
 
 
@@ -168,13 +174,14 @@ def test_two_writers_that_read_the_same_version_one_wins(store: BucketStore) -> 
     assert store.write_if(B, "n", b"2", version=second.version) is None
 
 
-def test_concurrent_compare_and_swap_loses_no_increment(store: BucketStore) -> None:
+def test_concurrent_compare_and_swap_loses_no_increment(
+    store: BucketStore, request: pytest.FixtureRequest
+) -> None:
     if not isinstance(store, LocalBucketStore):
-        # moto's server checks If-Match and then stores the object with no lock around the
-        # two (moto/s3/responses.py), so concurrent conditional puts race inside moto, not
-        # in the adapter (AWS S3 applies them atomically). The adapter's conditional
-        # semantics are the sequential write_if tests above; seen losing 1 of 40 under load.
-        pytest.skip("moto's conditional put is not atomic under concurrency")
+        # moto's threaded server checks If-Match and then stores the object with no lock
+        # around the two (seen losing 1 of 40 under load); AWS S3 applies a conditional put
+        # atomically, and so does moto serving one request at a time (tests.support.s3server).
+        store = s3_store(request.getfixturevalue("s3_serial"))
     assert isinstance(store, ConditionalStore)
     conditional: ConditionalStore = store
     store.create(B, creator="me")
@@ -269,21 +276,17 @@ def test_two_processes_with_separate_data_dirs_share_one_s3_bucket(
     processes: list[subprocess.Popen[bytes]] = []
     worlds: list[HttpWorld] = []
     try:
-        first_users = tmp_path / "data-a" / "users.json"
-        identity = LocalIdentity(first_users, org=ORG)
+        # Users live in the S3 bucket (identity.stored): both hosts know them.
+        identity = LocalIdentity(StoredUsers(s3_store(s3, bucket)), org=ORG)
         tokens = {user: identity.add_user(user, role="contributor") for user in ("u1", "u2")}
         for name in ("a", "b"):
             data = tmp_path / f"data-{name}"
-            if name == "b":
-                # Identity is still a file per host: the second host gets a copy of it.
-                data.mkdir(parents=True)
-                shutil.copy(first_users, data / "users.json")
             env = serve_env(
                 data, BUCKETSYNC_BUS_URL=url, BUCKETSYNC_BUS_PREFIX=prefix, **s3.env(bucket)
             )
             process, base = serve(env, tmp_path / f"{name}.log")
             processes.append(process)
-            world = HttpWorld(base, LocalIdentity(data / "users.json", org=ORG))
+            world = HttpWorld(base, identity)
             world.tokens = dict(tokens)
             worlds.append(world)
         a, b = worlds
@@ -322,10 +325,5 @@ def test_two_processes_with_separate_data_dirs_share_one_s3_bucket(
     finally:
         for world in worlds:
             world.client.close()
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(processes)
         drop_prefix(url, prefix)

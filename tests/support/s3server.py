@@ -1,6 +1,13 @@
 """A loopback S3 server for tests: moto's server mode in its own process, one per test
 session, and a fresh S3 bucket per test. Skips where moto is missing; FAILS in CI
-(`services_required`), where the S3 store must be proven."""
+(`services_required`), where the S3 store must be proven.
+
+`running_s3(serial=True)` serves one request at a time. moto checks a conditional put's
+If-Match / If-None-Match and then stores the object with no lock around the two, so with
+its threaded server two concurrent conditional puts can both succeed; AWS S3 (and R2,
+GCS, MinIO) apply each conditional put atomically. A server that handles requests one by
+one makes each put atomic, as the real stores are, so concurrency tests of
+compare-and-swap test our code, not moto's race."""
 
 from __future__ import annotations
 
@@ -66,8 +73,17 @@ def _free_port() -> int:
         return port
 
 
+# moto's own `moto.server` entry point, with requests handled one at a time.
+_SERIAL = (
+    "import sys; from werkzeug.serving import run_simple; "
+    "from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app; "
+    "run_simple(sys.argv[1], int(sys.argv[2]), "
+    "DomainDispatcherApplication(create_backend_app), threaded=False)"
+)
+
+
 @contextlib.contextmanager
-def running_s3() -> Iterator[S3Server]:
+def running_s3(*, serial: bool = False) -> Iterator[S3Server]:
     try:
         import boto3  # noqa: F401
         import flask  # noqa: F401  (moto's server mode)
@@ -75,8 +91,13 @@ def running_s3() -> Iterator[S3Server]:
     except ImportError as exc:
         _unavailable(str(exc))
     port = _free_port()
+    command = (
+        [sys.executable, "-c", _SERIAL, "127.0.0.1", str(port)]
+        if serial
+        else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

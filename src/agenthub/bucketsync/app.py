@@ -37,8 +37,9 @@ from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider
 from agenthub.bucketsync.dashboard.routes import Branding
+from agenthub.bucketsync.dashboard.signins import SignIns
 from agenthub.bucketsync.identity.base import Identity, UserAdmin
-from agenthub.bucketsync.identity.local import LocalIdentity
+from agenthub.bucketsync.identity.local import LocalIdentity, UsersDocument
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.assembly import Scoring, assemble_scoring
 from agenthub.bucketsync.scoring.quota import QuotaLock
@@ -48,7 +49,12 @@ from agenthub.bucketsync.settings import (
     SettingsError,
     load_settings,
 )
-from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
+from agenthub.bucketsync.storage.base import (
+    BucketInfo,
+    BucketStore,
+    ChangeFeed,
+    ConditionalStore,
+)
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
 from agenthub.heap import freeze_startup_objects
@@ -56,6 +62,8 @@ from agenthub.heap import freeze_startup_objects
 if TYPE_CHECKING:
     from agenthub.bucketsync.scaleout.bus import RedisBus
     from agenthub.bucketsync.scaleout.presence import RedisPresence
+    from agenthub.bucketsync.storage.governor import HubGovernor
+    from agenthub.bucketsync.storage.s3 import S3Config
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +78,7 @@ def local_store(data_dir: Path) -> BucketStore:
     return LocalBucketStore(data_dir)
 
 
-def hf_store(settings: OfflineSettings) -> BucketStore:
+def hf_store(settings: OfflineSettings, governor: HubGovernor | None = None) -> BucketStore:
     from agenthub.bucketsync.storage.hf import HfBucketStore
 
     return HfBucketStore(
@@ -78,6 +86,54 @@ def hf_store(settings: OfflineSettings) -> BucketStore:
         endpoint=settings.hf_endpoint,
         deadline_s=settings.hub_call_deadline_s,
         group_linger_s=settings.hub_group_linger_s,
+        governor=governor,
+    )
+
+
+def hub_governor(settings: BucketSyncSettings) -> HubGovernor | None:
+    """The HF token's request budget (HUB_BUDGET), counted in this process or, with a bus,
+    in Redis for every worker; None when not set or not on hf."""
+    limit = settings.hub_budget_limit
+    if limit is None or settings.storage != "hf":
+        return None
+    from limits.storage import MemoryStorage, RedisStorage, Storage
+
+    from agenthub.bucketsync.storage.governor import HubGovernor
+
+    storage: Storage = (
+        RedisStorage(
+            settings.bus_url,
+            key_prefix=f"{settings.bus_key_prefix}hub-budget",
+            wrap_exceptions=True,
+            socket_timeout=2,
+            socket_connect_timeout=2,
+        )
+        if settings.bus_url
+        else MemoryStorage()
+    )
+    return HubGovernor(
+        limit=limit,
+        window_s=settings.hub_budget_window_s,
+        storage=storage,
+        token=settings.hf_token_value(),
+        shared=bool(settings.bus_url),
+    )
+
+
+def central_feed(
+    settings: BucketSyncSettings, governor: HubGovernor | None, clock: Clock
+) -> ChangeFeed | None:
+    """The central bucket's change feed on hf (HUB_FEED), else None (TTL listing)."""
+    if settings.storage != "hf" or not settings.hub_feed:
+        return None
+    from agenthub.bucketsync.storage.hffeed import HfChangeFeed
+
+    return HfChangeFeed(
+        bucket=settings.central_bucket,
+        token=settings.hf_token_value(),
+        endpoint=settings.hf_endpoint,
+        governor=governor,
+        clock=clock,
     )
 
 
@@ -91,28 +147,56 @@ def local_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, UserAdmin
     return local_store(settings.data_dir), local_identity(settings)
 
 
-def s3_store(settings: OfflineSettings) -> BucketStore:
-    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+def s3_config(settings: OfflineSettings) -> S3Config:
+    from agenthub.bucketsync.storage.s3 import S3Config
 
     secret = settings.s3_secret_access_key
-    return S3BucketStore(
-        S3Config(
-            bucket=settings.s3_bucket,
-            prefix=settings.s3_prefix,
-            endpoint=settings.s3_endpoint,
-            region=settings.s3_region,
-            access_key_id=settings.s3_access_key_id,
-            secret_access_key=secret.get_secret_value() if secret is not None else None,
-            deadline_s=settings.s3_deadline_s,
-        )
+    return S3Config(
+        bucket=settings.s3_bucket,
+        prefix=settings.s3_prefix,
+        endpoint=settings.s3_endpoint,
+        region=settings.s3_region,
+        access_key_id=settings.s3_access_key_id,
+        secret_access_key=secret.get_secret_value() if secret is not None else None,
+        deadline_s=settings.s3_deadline_s,
     )
 
 
-def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identity]:
-    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects. On s3 the
-    identity is still this host's token file (`users.json` in the data directory)."""
+def s3_store(settings: OfflineSettings) -> BucketStore:
+    from agenthub.bucketsync.storage.s3 import S3BucketStore
+
+    return S3BucketStore(s3_config(settings))
+
+
+def shared_identity(settings: BucketSyncSettings, store: BucketStore) -> UserAdmin:
+    """The users document in the shared store (S3): every process on every host reads it."""
+    from agenthub.bucketsync.identity.stored import StoredUsers
+
+    assert isinstance(store, ConditionalStore)
+    return LocalIdentity(StoredUsers(store), org=settings.org)
+
+
+def users_document(settings: OfflineSettings) -> Path | UsersDocument:
+    """Where `agenthub bucketsync users …` edits users: the shared store on s3, else the
+    data directory's `users.json`."""
     if settings.storage == "s3":
-        return s3_store(settings), local_identity(settings)
+        from agenthub.bucketsync.identity.stored import StoredUsers
+
+        store = s3_store(settings)
+        assert isinstance(store, ConditionalStore)
+        return StoredUsers(store)
+    return settings.data_dir / "users.json"
+
+
+def default_adapters(
+    settings: BucketSyncSettings, governor: HubGovernor | None = None
+) -> tuple[BucketStore, Identity]:
+    """The BucketStore and Identity adapters `BUCKETSYNC_STORAGE` selects (on hf, spending
+    `governor`'s budget). On s3 the token file lives in the S3 bucket, so every host knows
+    the same users."""
+    if settings.storage == "s3":
+        store = s3_store(settings)
+        return store, shared_identity(settings, store)
     if settings.storage == "hf":
         from agenthub.bucketsync.identity.hf import HfIdentity
 
@@ -120,12 +204,13 @@ def default_adapters(settings: BucketSyncSettings) -> tuple[BucketStore, Identit
             admin_token=settings.hf_token_value(),
             endpoint=settings.hf_endpoint,
             deadline_s=settings.hub_call_deadline_s,
+            governor=governor,
         )
-        return hf_store(settings), identity
+        return hf_store(settings, governor), identity
     return local_adapters(settings)
 
 
-def default_runner(settings: BucketSyncSettings) -> JobRunner:
+def default_runner(settings: BucketSyncSettings, governor: HubGovernor | None = None) -> JobRunner:
     """The JobRunner `BUCKETSYNC_RUNNER` selects."""
     if settings.runner_kind == "hf":
         from agenthub.bucketsync.runners.hf import HfJobRunner
@@ -135,9 +220,12 @@ def default_runner(settings: BucketSyncSettings) -> JobRunner:
             namespace=settings.jobs_namespace,
             endpoint=settings.hf_endpoint,
             deadline_s=settings.hub_call_deadline_s,
+            governor=governor,
         )
     from agenthub.bucketsync.runners.local import LocalJobRunner
 
+    if settings.storage == "s3":
+        return LocalJobRunner(settings.data_dir, s3=s3_config(settings))
     return LocalJobRunner(settings.data_dir)
 
 
@@ -158,6 +246,15 @@ def redis_presence(bus: RedisBus, prefix: str) -> RedisPresence:
     return RedisPresence(client, prefix, origin=bus.origin)
 
 
+def redis_signins(bus: RedisBus, prefix: str, clock: Clock) -> SignIns:
+    """The dashboard's sign-in states and sessions in Redis, shared by every worker."""
+    import redis
+
+    from agenthub.bucketsync.scaleout.signins import RedisSignIns
+
+    return RedisSignIns(redis.Redis.from_url(bus.url, socket_timeout=5), prefix, clock)
+
+
 # -- the Hub ----------------------------------------------------------------------------
 def build_hub(
     settings: BucketSyncSettings,
@@ -168,6 +265,7 @@ def build_hub(
     notifier: Notifier | None = None,
     timer: Timer | None = None,
     bus: RedisBus | None = None,
+    budget: HubGovernor | None = None,
 ) -> Hub:
     """The Hub, complete. With `bus`, it is the notifier and the limiters, dedup, stamps
     and locks are shared through Redis (bucketsync.md, "Scaling out"); with `timer` (a
@@ -179,6 +277,7 @@ def build_hub(
         clock,
         ttl_s=settings.listing_ttl_s,
         content_cache_max_bytes=settings.content_cache_max_bytes,
+        budget=budget,
     )
     limiters = Limiters.standard(clock)
     dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
@@ -217,6 +316,10 @@ def build_hub(
         longpoll=longpoll,
         locks=locks,
         folder_listeners=folder_listeners,
+        budget=budget,
+        # On S3 the processes sharing the bucket may share no lock (no Redis, other
+        # machines): shared files are edited by conditional writes (core.shared).
+        swaps=settings.storage == "s3" and isinstance(store, ConditionalStore),
     )
 
 
@@ -305,8 +408,14 @@ def build_scoring(
 ) -> Scoring:
     """The jobs service and verifier on the configured runner; `listen=False` (offline
     reconcile) does not hook the verifier onto result promotion."""
+    from agenthub.bucketsync.storage.governor import HubGovernor
+
+    governor = hub.budget if isinstance(hub.budget, HubGovernor) else None
     return assemble_scoring(
-        hub, runner or default_runner(hub.settings), quota_lock=quota_lock, listen=listen
+        hub,
+        runner or default_runner(hub.settings, governor),
+        quota_lock=quota_lock,
+        listen=listen,
     )
 
 
@@ -323,18 +432,27 @@ def create_app(
     timer: Timer | None = None,
     oauth_provider: OAuthProvider | None = None,
 ) -> FastAPI:
+    governor = hub_governor(settings)
     if store is None or identity is None:
-        default_store, default_identity = default_adapters(settings)
+        default_store, default_identity = default_adapters(settings, governor)
         store = store or default_store
         identity = identity or default_identity
     clock = clock or SystemClock()
+    feed = central_feed(settings, governor, clock)
     bus = (
         redis_bus(settings.bus_url, settings.bus_key_prefix)
         if settings.bus_url and notifier is None
         else None
     )
     hub = build_hub(
-        settings, store, identity, clock, notifier=notifier, timer=timer or LoopTimer(), bus=bus
+        settings,
+        store,
+        identity,
+        clock,
+        notifier=notifier,
+        timer=timer or LoopTimer(),
+        bus=bus,
+        budget=governor,
     )
     scoring = (
         build_scoring(hub, runner=job_runner, quota_lock=quota_lock)
@@ -353,6 +471,8 @@ def create_app(
         # Before serving only what a wrong answer depends on: the buckets, and the journal
         # (no orphan inbox copy, every landed post's answer recorded and its key free).
         prepare_buckets(hub)
+        if feed is not None:
+            hub.read_model.follow(feed)  # reads stay correct before it is live (the TTL)
         if bus is not None:
             bus.check()  # recovery's lock is in Redis: say first that the bus is down
         journal.recover(hub, gate)
@@ -366,6 +486,8 @@ def create_app(
         try:
             yield
         finally:
+            if feed is not None:
+                feed.stop()
             sweeper.join()
             if scoring is not None:
                 scoring.shutdown()
@@ -399,7 +521,13 @@ def create_app(
     app.include_router(scoring_routes.router)
     if settings.serves_buckets:
         app.include_router(local.router)
-    oauth = oauth_from_settings(settings, identity, clock, provider=oauth_provider)
+    oauth = oauth_from_settings(
+        settings,
+        identity,
+        clock,
+        provider=oauth_provider,
+        signins=redis_signins(bus, settings.bus_key_prefix, clock) if bus is not None else None,
+    )
     dashboard.install(
         app,
         oauth=oauth,

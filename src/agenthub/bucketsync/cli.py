@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -14,6 +15,9 @@ from agenthub.clierrors import CliError, Commands
 from agenthub.heap import freeze_startup_objects
 from agenthub.pids import ProcessLock
 from agenthub.ports import BUCKETSYNC_PORT, require_free
+
+if TYPE_CHECKING:
+    from agenthub.bucketsync.identity.local import UsersDocument
 
 app = typer.Typer(
     cls=Commands,
@@ -181,7 +185,7 @@ def users_add(
     token = add_user(path, name, role=role, email=email, rotate=rotate)
     if rotate:
         typer.echo(f"{name}: new token issued; the old token is revoked", err=True)
-    typer.echo(f"{name} ({role}) is in {path}", err=True)
+    typer.echo(f"{name} ({role}) is in {_where(path)}", err=True)
     sys.stdout.write(token + "\n")
 
 
@@ -194,7 +198,7 @@ def users_list() -> None:
     users = list_users(path)
     for name, record in users.items():
         typer.echo(f"{name}\t{record['role'] or '(revoked)'}\t{record['email'] or ''}")
-    typer.echo(f"{len(users)} users in {path}", err=True)
+    typer.echo(f"{len(users)} users in {_where(path)}", err=True)
 
 
 @users_app.command("remove")
@@ -204,18 +208,27 @@ def users_remove(name: str = typer.Argument(..., help="The user to delete.")) ->
 
     path = users_file()
     remove_user(path, name)
-    typer.echo(f"{name} removed from {path}; its token no longer works", err=True)
+    typer.echo(f"{name} removed from {_where(path)}; its token no longer works", err=True)
 
 
-def users_file() -> Path:
-    """The identity store `serve` reads: BUCKETSYNC_DATA_DIR/users.json. Without the
-    variable the default ./var/bucketsync must exist here, so a command run from another
-    directory does not start a second, unseen store."""
+def _where(target: Path | UsersDocument) -> str:
+    return str(target) if isinstance(target, Path) else target.where
+
+
+def users_file() -> Path | UsersDocument:
+    """The identity store `serve` reads: the S3 bucket's users document with
+    BUCKETSYNC_STORAGE=s3, else BUCKETSYNC_DATA_DIR/users.json. Without the variable the
+    default ./var/bucketsync must exist here, so a command run from another directory does
+    not start a second, unseen store."""
     import os
 
+    from agenthub.bucketsync.app import users_document
     from agenthub.bucketsync.settings import OfflineSettings
 
-    data_dir = OfflineSettings().data_dir.resolve()
+    settings = OfflineSettings()
+    if settings.storage == "s3":
+        return users_document(settings)
+    data_dir = settings.data_dir.resolve()
     if "BUCKETSYNC_DATA_DIR" not in {key.upper() for key in os.environ} and not data_dir.is_dir():
         raise CliError(
             f"no bucket-sync data directory at {data_dir}",

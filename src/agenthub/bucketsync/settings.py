@@ -16,6 +16,12 @@ from agenthub.errors import AgentHubError
 
 REQUIRED = ("ORG", "COLLAB_SLUG", "AUDIT_BUCKET")
 
+# The Hub's API request limits per 5-minute window, by plan (huggingface.co/docs/hub/
+# rate-limits): what HUB_BUDGET names. A user token spends its user's; an org's token, the
+# org's.
+HUB_TIERS = {"free": 1_000, "pro": 2_500, "team": 3_000, "enterprise": 6_000}
+HUB_WINDOW_S = 300.0
+
 
 class SettingsError(AgentHubError):
     """Configuration is missing or invalid; the message names the variables."""
@@ -30,6 +36,7 @@ class OfflineSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
 
     data_dir: Path = Field(Path("./var/bucketsync"), alias="BUCKETSYNC_DATA_DIR")
+    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
     hf_token: SecretStr | None = Field(None, alias="HF_TOKEN")
     # The Hub the hf adapters talk to (huggingface_hub's own default when unset).
     hf_endpoint: str | None = Field(None, alias="HF_ENDPOINT")
@@ -111,7 +118,18 @@ class BucketSyncSettings(OfflineSettings):
     dashboard_public_url: str | None = Field(None, alias="DASHBOARD_PUBLIC_URL")
     dashboard_poll_s: float = Field(30.0, gt=0, alias="DASHBOARD_POLL_S")
 
-    storage: Literal["local", "hf", "s3"] = Field("local", alias="BUCKETSYNC_STORAGE")
+    # On hf: follow the central bucket's change feed instead of re-listing it every TTL
+    # (storage/hffeed.py says when the feed counts as live, and the fallback).
+    hub_feed: bool = Field(True, alias="HUB_FEED")
+    # The HF token's request budget (storage/governor.py): a plan's preset, or a count of
+    # API requests per HUB_BUDGET_WINDOW_S; RESERVE is the share left to the token's other
+    # users. Off: nothing is counted (the Hub's 429 is passed on as a 503).
+    hub_budget: Literal["off", "free", "pro", "team", "enterprise"] = Field(
+        "off", alias="HUB_BUDGET"
+    )
+    hub_budget_requests: int | None = Field(None, ge=1, alias="HUB_BUDGET_REQUESTS")
+    hub_budget_window_s: float = Field(HUB_WINDOW_S, gt=0, alias="HUB_BUDGET_WINDOW_S")
+    hub_budget_reserve: float = Field(0.1, ge=0, lt=1, alias="HUB_BUDGET_RESERVE")
 
     # Benchmark jobs, quotas and the verifier (seed §4 "Jobs" / "Verifier").
     job_runner: Literal["local", "hf"] | None = Field(None, alias="BUCKETSYNC_JOB_RUNNER")
@@ -159,15 +177,10 @@ class BucketSyncSettings(OfflineSettings):
                 "BUCKETSYNC_STORAGE=s3 needs BUCKETSYNC_S3_BUCKET (the S3 bucket that holds "
                 "every bucket-sync bucket; BUCKETSYNC_S3_ENDPOINT for MinIO, R2 or GCS)"
             )
-        if self.storage == "s3" and self.jobs_enabled:
+        if self.job_runner == "local" and self.storage == "hf":
             raise ValueError(
-                "JOBS_ENABLED=true is not supported with BUCKETSYNC_STORAGE=s3 yet (no job "
-                "runner reads S3 buckets); use local or hf storage for benchmark jobs"
-            )
-        if self.job_runner == "local" and self.storage != "local":
-            raise ValueError(
-                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local (the local runner "
-                "copies prefixes out of local buckets); use hf, or leave it unset"
+                "BUCKETSYNC_JOB_RUNNER=local needs BUCKETSYNC_STORAGE=local or s3 (the local "
+                "runner copies prefixes out of those stores); use hf, or leave it unset"
             )
         if self.verifier_guard_field and self.verifier_guard_cap is None:
             raise ValueError("VERIFIER_GUARD_FIELD is set but VERIFIER_GUARD_CAP is not")
@@ -189,6 +202,17 @@ class BucketSyncSettings(OfflineSettings):
         """Required result fields; the score field is always required (BS-3.7)."""
         fields = [f.strip() for f in self.required_result_fields.split(",") if f.strip()]
         return fields if self.score_field in fields else [self.score_field, *fields]
+
+    @property
+    def hub_budget_limit(self) -> int | None:
+        """The API requests per window the service may spend (None: not governed)."""
+        if self.hub_budget_requests is not None:
+            total = self.hub_budget_requests
+        elif self.hub_budget != "off":
+            total = HUB_TIERS[self.hub_budget]
+        else:
+            return None
+        return max(1, int(total * (1 - self.hub_budget_reserve)))
 
     @property
     def job_timeout_s(self) -> int:

@@ -9,6 +9,7 @@ path (`/v1/me`, human posts)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from agenthub.bucketsync.dashboard.oauth import redirect_uri, safe_next
 from agenthub.bucketsync.dashboard.routes import SESSION_COOKIE
 from agenthub.bucketsync.errors import SignInFailed
 from agenthub.bucketsync.identity.local import LocalIdentity
-from agenthub.bucketsync.settings import SettingsError
+from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
 from tests.bucketsync.conftest import ORG, make_settings
@@ -76,11 +77,11 @@ class Site:
         return self.client.get("/dashboard/oauth/callback", params=params, follow_redirects=False)
 
 
-@pytest.fixture
-def site(tmp_path: Path, clock: FrozenClock) -> Iterator[Site]:
-    settings = make_settings(tmp_path / "data", **OAUTH)
+def open_site(
+    stack: ExitStack, settings: BucketSyncSettings, auth: LocalAuthServer, clock: FrozenClock
+) -> Site:
+    """A started app with OAuth on `settings`' data directory, signing in through `auth`."""
     identity = LocalIdentity(settings.data_dir / "users.json", org=ORG)
-    auth = LocalAuthServer()
     app = create_app(
         settings,
         store=LocalBucketStore(settings.data_dir, clock=clock),
@@ -89,8 +90,14 @@ def site(tmp_path: Path, clock: FrozenClock) -> Iterator[Site]:
         oauth_provider=auth,
     )
     # https: the cookies are Secure once the public URL is https.
-    with TestClient(app, base_url="https://testserver") as client:
-        yield Site(client, auth, identity, clock)
+    client = stack.enter_context(TestClient(app, base_url="https://testserver"))
+    return Site(client, auth, identity, clock)
+
+
+@pytest.fixture
+def site(tmp_path: Path, clock: FrozenClock) -> Iterator[Site]:
+    with ExitStack() as stack:
+        yield open_site(stack, make_settings(tmp_path / "data", **OAUTH), LocalAuthServer(), clock)
 
 
 def test_login_sends_the_configured_callback_never_the_request_host(site: Site) -> None:

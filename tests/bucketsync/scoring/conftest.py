@@ -32,7 +32,7 @@ T = TypeVar("T")
 FAST = {"JOBS_ENABLED": "true", "JOB_POLL_S": "0.05", "JOB_TIMEOUT_MINUTES": "1"}
 
 
-def eventually(check: Callable[[], T | None], timeout: float = 20.0) -> T:
+def eventually(check: Callable[[], T | None], timeout: float = 45.0) -> T:
     """Poll `check` until it returns something truthy (jobs run in real subprocesses)."""
     deadline = time.monotonic() + timeout
     while True:

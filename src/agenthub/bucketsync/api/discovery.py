@@ -577,7 +577,15 @@ def health(hub: Hub) -> dict[str, Any]:
             "listings_by_folder": dict(hub.read_model.listings_by_folder),
             "content_entries": len(hub.read_model.content),
             "content_bytes": hub.read_model.content.total_bytes,
+            # The central bucket's change feed (hf): live, or listings refresh every TTL.
+            "feed": (
+                {**hub.read_model.feed.stats(), "applied": dict(hub.read_model.feed_counts)}
+                if hub.read_model.feed is not None
+                else None
+            ),
         },
+        # The HF token's Hub request budget: window_s, used, limit, shed, refused.
+        "hub_budget": hub.budget.report() if hub.budget is not None else None,
         "writes": {"repairs_pending": hub.repairs_pending},
         "wakes": notifier.wakes,
         "longpoll": hub.longpoll.registry.stats() if hub.longpoll is not None else None,

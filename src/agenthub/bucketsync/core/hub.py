@@ -22,7 +22,7 @@ from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings
-from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry
+from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry, RequestBudget
 from agenthub.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,12 @@ class Hub:
     # Every post answers with its `reach`; False only for bench/coordination_reach.py's
     # control run (the same post without the forecast).
     reach_forecast: bool = True
+    # The HF token's request budget (`/v1/healthz` shows it); None when not governed.
+    budget: RequestBudget | None = None
+    # Shared files (the verification index, the quota ledger, the scoring queue) are edited
+    # by compare-and-swap instead of under the named locks (`core.shared`): S3, where
+    # processes on several machines share the bucket with no lock between them.
+    swaps: bool = False
 
     @property
     def central(self) -> str:
@@ -141,10 +147,13 @@ class Hub:
                     sorted(failed),
                     again.message,
                 )
+        return self.wrote_central([(path, data) for path, data in adds if path not in failed])
+
+    def wrote_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
+        """Insert files just written to the central bucket into the read model, and tell
+        the folder listeners."""
         written = []
         for path, data in adds:
-            if path in failed:
-                continue
             digest = hashlib.sha256(data).hexdigest()
             entry = FileEntry(path=path, size=len(data), content_hash=digest)
             folder = path.split("/", 1)[0] + "/"

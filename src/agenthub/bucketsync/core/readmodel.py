@@ -1,6 +1,9 @@
 """The read model: every GET is served from per-folder caches of the central bucket.
 
 - listing cache: one bucket listing per folder per `LISTING_TTL_S`, single-flight;
+- a followed bucket (`follow`): while its change feed is live, the feed's batches patch
+  the listings and they do not expire; otherwise the TTL holds (storage/hffeed.py);
+- a request budget: near its limit a TTL refresh is shed (the listing served longer);
 - content cache: parsed documents keyed by content hash, LRU-bounded by bytes, so
   byte-identical inbox copies share one entry; cold misses are fetched in one batch call;
 - write-through overlay: the service's own writes are inserted synchronously, so
@@ -16,13 +19,23 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from agenthub.bucketsync.core.cachedonly import NotCached as NotCached
+from agenthub.bucketsync.core.cachedonly import cached_only as cached_only
+from agenthub.bucketsync.core.cachedonly import needs_bucket as needs_bucket
+from agenthub.bucketsync.core.contentcache import ContentCache
+from agenthub.bucketsync.core.feedpatch import patch
 from agenthub.bucketsync.core.frontmatter import Document, parse_lenient
-from agenthub.bucketsync.core.search import SearchIndex
-from agenthub.bucketsync.storage.base import BucketStore, FileEntry
+from agenthub.bucketsync.storage.base import (
+    HUB_PRIORITY,
+    BucketStore,
+    ChangeFeed,
+    FileChange,
+    FileEntry,
+    RequestBudget,
+)
 from agenthub.clock import Clock
 
 T = TypeVar("T")
@@ -42,38 +55,6 @@ DEFAULT_FOLDERS = (
     "acks/",
     "events/",
 )
-
-
-class NotCached(Exception):
-    """A `cached_only` read needed the bucket (nothing was read or changed)."""
-
-
-# Set only inside `cached_only()`; a worker thread started from there gets a copy of the
-# context, so the block must end before handing the read to a thread (it always does).
-_cached_only: ContextVar[bool] = ContextVar("bucketsync_read_model_cached_only", default=False)
-
-
-class cached_only:  # a lower-case name: it reads as a function, `with cached_only():`
-    """Reads in this block are answered from the caches or raise `NotCached`; pure
-    computing (an index rebuilt from a cached listing, a filter) still runs. (A class, not
-    a generator: every watched read on the loop enters one.)"""
-
-    __slots__ = ("_token",)
-
-    def __enter__(self) -> None:
-        self._token = _cached_only.set(True)
-
-    def __exit__(self, *_exc: object) -> None:
-        _cached_only.reset(self._token)
-
-
-def _needs_bucket(what: str) -> None:
-    if _cached_only.get():
-        raise NotCached(what)
-
-
-# For a read of the bucket outside the caches (a registration miss, `core.access`).
-needs_bucket = _needs_bucket
 
 
 @dataclass(frozen=True)
@@ -107,6 +88,12 @@ class _Folder:
     loaded_at: float = float("-inf")
     version: int = 0
     overlay: dict[str, tuple[FileEntry, float]] = field(default_factory=dict)
+    # Guards entries/version/overlay edits; never held across a bucket call, so the feed's
+    # thread never waits for a listing in flight (`lock` is the listings' single flight).
+    edit: threading.Lock = field(default_factory=threading.Lock)
+    # Feed changes applied while a listing was in flight, replayed onto its result (the
+    # listing may predate them); None when no listing is in flight.
+    replay: list[FileChange] | None = None
     # Bumped by `invalidate` (another worker wrote here); a listing is current only if it
     # started after the latest bump. Written only by the event loop, read without the lock.
     invalidations: int = 0
@@ -131,47 +118,6 @@ class _SearchKeys:
     unindexed: list[str]
 
 
-class ContentCache:
-    """Parsed documents by content hash, evicting least-recently-used past `max_bytes`."""
-
-    def __init__(self, max_bytes: int, *, index: SearchIndex | None = None) -> None:
-        self.max_bytes = max_bytes
-        self.index = index if index is not None else SearchIndex()
-        self._items: OrderedDict[str, tuple[Document, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.evictions = 0
-
-    def get(self, content_hash: str) -> Document | None:
-        with self._lock:
-            item = self._items.get(content_hash)
-            if item is None:
-                return None
-            self._items.move_to_end(content_hash)
-            return item[0]
-
-    def put(self, content_hash: str, document: Document, size: int) -> None:
-        with self._lock:
-            if content_hash in self._items:
-                self._items.move_to_end(content_hash)
-                return
-            self._items[content_hash] = (document, size)
-            self._bytes += size
-            self.index.add(content_hash, document.search_text)
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                old_hash, (_doc, old_size) = self._items.popitem(last=False)
-                self._bytes -= old_size
-                self.index.remove(old_hash)
-                self.evictions += 1
-
-    @property
-    def total_bytes(self) -> int:
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 class ReadModel:
     def __init__(
         self,
@@ -182,8 +128,13 @@ class ReadModel:
         ttl_s: float,
         content_cache_max_bytes: int,
         folders: Iterable[str] = DEFAULT_FOLDERS,
+        budget: RequestBudget | None = None,
     ) -> None:
         self._store = store
+        self._budget = budget
+        self.feed: ChangeFeed | None = None
+        self._reconciled_at = float("-inf")
+        self.feed_counts = {"batches": 0, "changes": 0, "relists": 0, "reconciles": 0}
         self._bucket = bucket
         self._clock = clock
         self._ttl = ttl_s
@@ -204,12 +155,13 @@ class ReadModel:
             raise KeyError(f"folder {folder!r} is not registered with the read model") from None
 
     def entries(self, folder: str) -> dict[str, FileEntry]:
-        """The folder's files by path, from the listing cache (refreshed once per TTL)."""
+        """The folder's files by path, from the listing cache (refreshed once per TTL
+        unless the bucket is followed)."""
         state = self._folder(folder)
         entries = state.entries
-        if self._current(state) and entries is not None:
+        if entries is not None and (self._current(state) or self._shed(state)):
             return entries
-        _needs_bucket(f"a listing of {folder}")
+        needs_bucket(f"a listing of {folder}")
         with state.lock:
             # Single flight: whoever waited on the lock finds the fresh listing.
             if self._current(state) and state.entries is not None:
@@ -217,28 +169,102 @@ class ReadModel:
             # Taken before listing: an invalidation landing mid-listing forces another.
             generation = state.invalidations
             started = self._clock.monotonic()
-            listed = self._store.list(self._bucket, folder, recursive=True)
+            with state.edit:
+                state.replay = []
+            priority = HUB_PRIORITY.set("read" if state.entries is None else "refresh")
+            try:
+                listed = self._store.list(self._bucket, folder, recursive=True)
+            except BaseException:
+                with state.edit:
+                    state.replay = None
+                raise
+            finally:
+                HUB_PRIORITY.reset(priority)
             self.listings += 1
             self.listings_by_folder[folder] = self.listings_by_folder.get(folder, 0) + 1
             fresh = {entry.path: entry for entry in listed if entry.path.startswith(folder)}
-            for path, (entry, inserted_at) in list(state.overlay.items()):
-                if inserted_at >= started:
-                    fresh[path] = entry
-                elif path in fresh or started - inserted_at > 2 * self._ttl:
-                    del state.overlay[path]
-                else:
-                    fresh[path] = entry
-            state.entries = fresh
-            state.loaded_at = started
-            state.listed_at_invalidation = generation
-            state.version += 1
+            with state.edit:
+                for path, (entry, inserted_at) in list(state.overlay.items()):
+                    if inserted_at >= started:
+                        fresh[path] = entry
+                    elif path in fresh or started - inserted_at > 2 * self._ttl:
+                        del state.overlay[path]
+                    else:
+                        fresh[path] = entry
+                replay, state.replay = state.replay or [], None
+                if not patch(fresh, state.overlay, replay, self.content, self._clock.monotonic()):
+                    state.invalidations += 1  # the listing stays unusable: list again
+                state.entries = fresh
+                state.loaded_at = started
+                state.listed_at_invalidation = generation
+                state.version += 1
             return fresh
 
     def _current(self, state: _Folder) -> bool:
+        if state.listed_at_invalidation != state.invalidations:
+            return False
+        if self._clock.monotonic() - state.loaded_at < self._ttl:
+            return True
+        # Past the TTL, a listing the live feed keeps patched is still the bucket's state.
+        return self.feed is not None and self.feed.live()
+
+    def _shed(self, state: _Folder) -> bool:
+        """A TTL refresh the budget sheds: serve the listing a while longer. Never one an
+        invalidation asked for (another worker's write must be seen before its wake)."""
         return (
-            state.listed_at_invalidation == state.invalidations
-            and self._clock.monotonic() - state.loaded_at < self._ttl
+            self._budget is not None
+            and state.listed_at_invalidation == state.invalidations
+            and not self._budget.may_refresh()
         )
+
+    # -- the change feed (a `FeedSink`) ----------------------------------------------------
+    def follow(self, feed: ChangeFeed) -> None:
+        """Apply `feed`'s changes from now on; listings outlive the TTL while it is live."""
+        self.feed = feed
+        feed.start(self)
+
+    def changed(self, changes: list[FileChange]) -> None:
+        """A feed batch: patch every listing it touches (a listing in flight gets it
+        replayed onto its result)."""
+        self.feed_counts["batches"] += 1
+        self.feed_counts["changes"] += len(changes)
+        for folder, state in list(self._folders.items()):
+            mine = [change for change in changes if change.path.startswith(folder)]
+            if not mine:
+                continue
+            with state.edit:
+                if state.replay is not None:
+                    state.replay.extend(mine)
+                if state.entries is None:
+                    continue
+                updated = dict(state.entries)
+                if not patch(updated, state.overlay, mine, self.content, self._clock.monotonic()):
+                    self.feed_counts["relists"] += 1
+                    state.invalidations += 1
+                state.entries = updated  # replaced, then the version bumped (`derived`)
+                state.version += 1
+
+    def reconcile(self) -> None:
+        """The feed lost track: every listing is taken again on its next read."""
+        self.feed_counts["reconciles"] += 1
+        self._reconciled_at = self._clock.monotonic()
+        self.invalidate_all()
+
+    def ready(self, *, from_scratch: bool) -> None:
+        """The feed caught up. After a reconcile, a listing taken since then may have
+        missed a change the feed did not replay (its resume instant unknown): those are
+        taken again, and so is one in flight."""
+        if from_scratch:
+            for folder, state in list(self._folders.items()):
+                in_flight = state.replay is not None
+                if in_flight or (
+                    state.entries is not None and state.loaded_at >= self._reconciled_at
+                ):
+                    self.invalidate(folder)
+
+    def invalidate_all(self) -> None:
+        for folder in list(self._folders):
+            self.invalidate(folder)
 
     def version(self, folder: str) -> int:
         self.entries(folder)
@@ -304,8 +330,12 @@ class ReadModel:
             else:
                 found[path] = self._record(entry, document)
         if missing:
-            _needs_bucket(f"{len(missing)} record(s) of {folder}")
-            data = self._store.read_many(self._bucket, [entry.path for entry in missing])
+            needs_bucket(f"{len(missing)} record(s) of {folder}")
+            priority = HUB_PRIORITY.set("read")
+            try:
+                data = self._store.read_many(self._bucket, [entry.path for entry in missing])
+            finally:
+                HUB_PRIORITY.reset(priority)
             for entry in missing:
                 raw = data.get(entry.path)
                 if raw is None:
@@ -324,7 +354,7 @@ class ReadModel:
         state = self._folder(folder)
         if self.content.get(entry.content_hash) is None:  # a post's copies share their bytes
             self.content.put(entry.content_hash, parse_lenient(raw), 2 * len(raw))
-        with state.lock:
+        with state.lock, state.edit:
             state.overlay[entry.path] = (entry, self._clock.monotonic())
             if state.entries is not None:
                 updated = dict(state.entries)
@@ -335,7 +365,7 @@ class ReadModel:
     def delete_through(self, folder: str, path: str) -> None:
         """Drop a file the service just deleted (channel unsubscribe, seed §12)."""
         state = self._folder(folder)
-        with state.lock:
+        with state.lock, state.edit:
             state.overlay.pop(path, None)
             if state.entries is not None and path in state.entries:
                 updated = dict(state.entries)

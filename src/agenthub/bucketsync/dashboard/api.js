@@ -52,6 +52,17 @@ export async function moderate(action, body) {
   return send(`/dashboard/moderation/${action}`, body);
 }
 
+// The verification job's log (organizers only): its tail as JSON, or the whole log as text.
+export async function jobLog(filename) {
+  return parse(await fetch(`/dashboard/moderation/job-log/${encodeURIComponent(filename)}`, { headers: headers() }));
+}
+
+export async function jobLogWhole(filename) {
+  const response = await fetch(`/dashboard/moderation/job-log/${encodeURIComponent(filename)}?whole=true`,
+    { headers: headers({ Accept: "text/plain" }) });
+  return response.ok ? response.text() : parse(response);
+}
+
 export async function hiddenPosts() {
   return parse(await fetch("/dashboard/moderation/hidden", { headers: headers() }));
 }

@@ -17,6 +17,7 @@ from agenthub.bucketsync.dashboard.oauth import (
 )
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy
 from agenthub.bucketsync.dashboard.routes import POLL_S, Branding, build_router, favicon_router
+from agenthub.bucketsync.dashboard.signins import SignIns
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.clock import Clock
@@ -30,6 +31,7 @@ def oauth_from_settings(
     clock: Clock,
     *,
     provider: OAuthProvider | None = None,
+    signins: SignIns | None = None,
 ) -> OAuthFlow | None:
     """HF sign-in when the Space's OAuth app is configured; None otherwise (token sign-in).
     `provider` replaces the Hub's authorization server (tests use a local one)."""
@@ -47,7 +49,7 @@ def oauth_from_settings(
         client_secret=settings.oauth_client_secret.get_secret_value(),
         scopes=settings.oauth_scopes,
     )
-    return OAuthFlow(provider, identity, clock, callback_url=callback)
+    return OAuthFlow(provider, identity, clock, callback_url=callback, signins=signins)
 
 
 def install(
@@ -89,6 +91,6 @@ def create_dashboard_app(upstream: str, *, poll_s: float = POLL_S) -> FastAPI:
     app = FastAPI(title="agenthub dashboard", version="1", docs_url=None, redoc_url=None)
     serve_docs(app)
     errors.install(app)
-    app.include_router(build_router(Proxy(client), None, poll_s=poll_s))
+    app.include_router(build_router(Proxy(client), None, poll_s=poll_s, forward_moderation=True))
     app.include_router(favicon_router())
     return app

@@ -26,10 +26,10 @@ from agenthub.bucketsync.errors import Conflict, InvalidRequest, NotFound, Stora
 from agenthub.bucketsync.identity.base import Caller
 from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.verification import (
-    INDEX_LOCK,
     VERIFICATION_INDEX,
     encode_index,
-    stored_index,
+    index_edits,
+    parse_index,
 )
 
 MODERATION = "moderation/"
@@ -84,8 +84,8 @@ def set_verdict(
         hub.store.read(hub.central, naming.result_path(filename)) is None
     ):
         raise NotFound(f"no result {filename!r}", hint="pick one from the leaderboard")
-    with hub.locks.hold(INDEX_LOCK):
-        index = stored_index(hub)
+    for edit in index_edits(hub):
+        index = parse_index(edit.data)
         if index is None:
             raise StorageUnavailable(
                 "the verification index cannot be read; no verdict was written",
@@ -97,12 +97,13 @@ def set_verdict(
                 f"{filename} is {current} now, not {expected}: nothing was written",
                 hint="reload the result and judge it again",
             )
+        before = {str(k): str(v) for k, v in index.items()}
         if current != verdict:
-            before = {str(k): str(v) for k, v in index.items()}
             index[filename] = verdict
-            hub.write_central([(VERIFICATION_INDEX, encode_index(index))])
-            after = {**before, filename: verdict}
-            standings.after_verdict(hub, filename, verdict, before=before, after=after)
+            edit.write(encode_index(index))
+    if current != verdict:
+        after = {**before, filename: verdict}
+        standings.after_verdict(hub, filename, verdict, before=before, after=after)
     _audit(hub, caller, "verdict", VERIFICATION_INDEX, info, result=filename,
            verdict=verdict, previous=current)  # fmt: skip
     return {"filename": filename, "verification": verdict, "previous": current}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -22,6 +21,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from agenthub.bucketsync.dashboard.signins import MemorySignIns, SignIns
 from agenthub.bucketsync.errors import InvalidRequest, SignInFailed, Unauthorized
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.clock import Clock
@@ -130,15 +130,12 @@ class Session:
     expires: datetime
 
 
-@dataclass(frozen=True)
-class _Pending:
-    next: str
-    expires: datetime
+STATE, SESSION = "state", "session"
 
 
 class OAuthFlow:
-    """Pending states and signed-in sessions, held in this process (bucket-sync runs one
-    worker per deployment unless a bus is configured; see the report on multi-worker)."""
+    """Pending states and signed-in sessions, kept in `signins` (this process by default;
+    Redis when the bus is configured, so every worker shares them: `signins.py`)."""
 
     def __init__(
         self,
@@ -148,6 +145,7 @@ class OAuthFlow:
         *,
         callback_url: str,
         session_ttl: timedelta = timedelta(hours=8),
+        signins: SignIns | None = None,
     ) -> None:
         self.provider = provider
         self.identity = identity
@@ -155,17 +153,13 @@ class OAuthFlow:
         self.callback_url = callback_url
         self.session_ttl = session_ttl
         self.secure = callback_url.startswith("https://")
-        self._lock = threading.Lock()
-        self._pending: dict[str, _Pending] = {}
-        self._sessions: dict[str, Session] = {}
+        self.signins: SignIns = signins or MemorySignIns(clock)
 
     def begin(self, next_path: str | None) -> tuple[str, str]:
         """Returns (authorize URL, state); the state also goes into the browser's cookie."""
         state = secrets.token_urlsafe(24)
-        now = self.clock.now()
-        with self._lock:
-            self._pending = {k: p for k, p in self._pending.items() if p.expires > now}
-            self._pending[state] = _Pending(safe_next(next_path), now + STATE_TTL)
+        expires = self.clock.now() + STATE_TTL
+        self.signins.put(STATE, state, {"next": safe_next(next_path)}, expires)
         return self.provider.authorize_url(state=state, redirect_uri=self.callback_url), state
 
     async def finish(
@@ -188,9 +182,8 @@ class OAuthFlow:
                 hint="start again from the dashboard's sign-in button (open it in a new tab "
                 "when the dashboard is embedded)",
             )
-        with self._lock:
-            pending = self._pending.pop(state, None)
-        if pending is None or pending.expires <= self.clock.now():
+        pending = self.signins.take(STATE, state)
+        if pending is None:
             raise SignInFailed(
                 "the sign-in attempt expired or was already used",
                 hint="start again from the dashboard's sign-in button",
@@ -205,21 +198,23 @@ class OAuthFlow:
                 "the provider's token was not accepted", hint="sign in again"
             ) from exc
         sid = secrets.token_urlsafe(32)
-        with self._lock:
-            self._sessions[sid] = Session(caller.user, token, self.clock.now() + self.session_ttl)
-        return sid, pending.next
+        expires = self.clock.now() + self.session_ttl
+        record = {"user": caller.user, "token": token, "expires": expires.isoformat()}
+        self.signins.put(SESSION, sid, record, expires)
+        return sid, pending.get("next", DEFAULT_NEXT)
 
     def session(self, sid: str | None) -> Session | None:
         if not sid:
             return None
-        with self._lock:
-            found = self._sessions.get(sid)
-            if found is not None and found.expires <= self.clock.now():
-                del self._sessions[sid]
-                return None
-            return found
+        found = self.signins.get(SESSION, sid)
+        if found is None:
+            return None
+        expires = datetime.fromisoformat(found["expires"])
+        if expires <= self.clock.now():
+            self.signins.drop(SESSION, sid)
+            return None
+        return Session(found["user"], found["token"], expires)
 
     def end(self, sid: str | None) -> None:
         if sid:
-            with self._lock:
-                self._sessions.pop(sid, None)
+            self.signins.drop(SESSION, sid)

@@ -2,7 +2,9 @@
 
 Every read is forwarded with `wait=0` whatever the page asked for (seed §13: browsers are
 not latency-sensitive consumers and must not occupy waiter slots), and only the few
-writes a human makes on the dashboard are let through.
+writes a human makes on the dashboard are let through. A standalone dashboard (`dashboard
+serve`) also forwards organizer moderation to the `/dashboard/moderation/*` routes of the
+bucket-sync it fronts, which check the organizer and write the audit row.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from agenthub.bucketsync.errors import Forbidden, InvalidPath, UpstreamUnavailable
+from agenthub.bucketsync.errors import Forbidden, InvalidPath, NotFound, UpstreamUnavailable
 
 # Path components the /v1 API uses: names, filenames, `jobs:run`-style verbs.
 _SEGMENT = re.compile(r"^[A-Za-z0-9_@:-][A-Za-z0-9._@:-]*$")
@@ -25,7 +27,16 @@ _WRITES = (
     re.compile(r"^channels$"),
     re.compile(r"^channels/[^/]+/(?:subscribe|unsubscribe)$"),
 )
-_FORWARDED_HEADERS = ("authorization", "content-type", "accept", "user-agent")
+# The page's write header goes along: bucket-sync asks for it on a write without a token.
+_FORWARDED_HEADERS = (
+    "authorization",
+    "content-type",
+    "accept",
+    "user-agent",
+    "x-agenthub-dashboard",
+)
+MODERATION_ROUTE = "/dashboard/moderation"
+MODERATION_ACTIONS = ("verdict", "hide", "revoke")
 # The browser's address, so the audit trail records the human rather than the proxy.
 Peer = tuple[str, int] | None
 
@@ -89,6 +100,28 @@ class Proxy:
         target = upstream_path(path)
         check_write(path)
         return await self._send("POST", target, [], headers, body, peer)
+
+    async def moderate(
+        self, action: str, body: bytes, headers: Mapping[str, str], peer: Peer = None
+    ) -> Reply:
+        """An organizer's action, forwarded to bucket-sync's moderation route."""
+        if action not in MODERATION_ACTIONS:
+            raise NotFound(f"no moderation action {action!r}", hint=", ".join(MODERATION_ACTIONS))
+        target = f"{MODERATION_ROUTE}/{action}"
+        return await self._send("POST", target, [], headers, body, peer)
+
+    async def moderation_get(
+        self,
+        path: str,
+        params: list[tuple[str, str]],
+        headers: Mapping[str, str],
+        peer: Peer = None,
+    ) -> Reply:
+        """A read of bucket-sync's moderation routes (the hidden posts, a job log)."""
+        if any(not _SEGMENT.match(part) for part in path.split("/")):
+            raise InvalidPath(f"{path!r} is not a moderation path", hint="hidden, job-log/NAME")
+        target = f"{MODERATION_ROUTE}/{path}"
+        return await self._send("GET", target, params, headers, None, peer)
 
     async def _send(
         self,

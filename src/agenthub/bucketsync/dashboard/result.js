@@ -1,9 +1,10 @@
 // One result in detail (#/result/<filename>): GET /v1/results/{filename} — its score,
 // description, artifacts, pin and verifier detail — and, for an org admin, the verdict
 // buttons (a human verdict through /dashboard/moderation/verdict, compare-and-set against
-// the state shown here).
+// the state shown here) and the verification job's log (its tail, the whole log on demand;
+// the re-run saw the private eval set, so nobody else gets it).
 
-import { ApiError, get, moderate } from "./api.js";
+import { ApiError, get, jobLog, jobLogWhole, moderate } from "./api.js";
 import { el, replace, when } from "./dom.js";
 import { scoreText } from "./leaderboard.js";
 import { renderMarkdown } from "./markdown.js";
@@ -59,8 +60,32 @@ export function resultPage({ state, notify, explain, fail }) {
         result.verification_detail ? el("dl", { class: "stats", id: "verification-detail" }, pairs({ ...result.verification_detail, queue: undefined }),
           result.verification_detail.queue ? [el("dt", {}, "queue"), el("dd", {}, el("code", {}, JSON.stringify(result.verification_detail.queue)))] : null)
           : el("p", { class: "muted", id: "verification-detail" }, "No verifier detail (the verifier has not run it, or verification is manual)."),
-        el("p", { class: "muted" }, "Job logs: the verifier's job page (job_url above) holds them; the API does not serve them."),
+        el("h3", {}, "Verification job log"), this.jobLog(result),
         el("h3", {}, "Notes"), el("div", { class: "body" }, renderMarkdown(result.body || "")));
+    },
+    jobLog(result) {
+      const box = el("div", { id: "job-log" });
+      if (!state.me?.is_organizer || !state.config.moderation) {
+        replace(box, el("p", { class: "muted" }, "Shown to organizers only: the re-run sees the private eval set."));
+        return box;
+      }
+      replace(box, el("p", { class: "muted" }, "Loading the log…"));
+      jobLog(result.filename).then((log) => {
+        const pre = el("pre", { class: "log", "data-testid": "job-log" }, log.tail || "(empty)");
+        const whole = el("a", { href: "#", class: "whole-log", onclick: (event) => {
+          event.preventDefault();
+          jobLogWhole(result.filename).then((text) => {
+            pre.textContent = text;
+            replace(caption, `${log.log_file} · the whole log, ${log.size} bytes`);
+          }).catch((err) => notify(`Log not loaded: ${explain(err)}`));
+        } }, `the whole log (${log.size} bytes)`);
+        const caption = el("p", { class: "muted" }, log.log_file,
+          log.complete ? " · the whole log" : [" · its last lines; ", whole]);
+        replace(box, caption, pre);
+      }).catch((err) => replace(box, el("p", { class: "muted" }, err instanceof ApiError && err.status === 404
+        ? "No verification job log (the verifier has not run it, or verification is manual or eval-space)."
+        : `Log not loaded: ${explain(err)}`)));
+      return box;
     },
     moderation(result, baseline) {
       if (!state.me?.is_organizer || !state.config.moderation || baseline) return null;

@@ -13,11 +13,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
-from agenthub.bucketsync.dashboard import moderation
+from agenthub.bucketsync.dashboard import joblogs, moderation
 from agenthub.bucketsync.dashboard.oauth import OAuthFlow
 from agenthub.bucketsync.dashboard.proxy import Peer, Proxy, Reply
 from agenthub.bucketsync.errors import BucketSyncError, Forbidden, NotFound
@@ -76,8 +76,11 @@ def build_router(
     poll_s: float = POLL_S,
     branding: Branding | None = None,
     hub: Callable[[], Hub] | None = None,
+    forward_moderation: bool = False,
 ) -> APIRouter:
-    """The dashboard's routes; `hub` (served in-process only) adds organizer moderation."""
+    """The dashboard's routes; organizer moderation runs on `hub` when served in-process,
+    or is forwarded through `proxy` to the bucket-sync in front of which a standalone
+    dashboard runs (`forward_moderation`)."""
     router = APIRouter(prefix="/dashboard", include_in_schema=False)
     brand = branding or Branding()
 
@@ -108,7 +111,7 @@ def build_router(
             "title": brand.title or None,
             "tagline": brand.tagline or None,
             "score_decimals": hub().settings.score_decimals if hub else SCORE_DECIMALS,
-            "moderation": hub is not None,
+            "moderation": hub is not None or forward_moderation,
         }
 
     @router.get("/api/v1/{path:path}")
@@ -129,6 +132,8 @@ def build_router(
         _add_oauth_routes(router, oauth)
     if hub is not None:
         _add_moderation_routes(router, hub, oauth)
+    elif forward_moderation:
+        _add_forwarded_moderation_routes(router, proxy, oauth)
     return router
 
 
@@ -172,6 +177,14 @@ def _add_moderation_routes(
     def hidden() -> dict[str, Any]:
         return {"hidden": moderation.hidden_posts(hub())}
 
+    @router.get("/moderation/job-log/{filename}")
+    def job_log(filename: str, request: Request, whole: bool = False) -> Response:
+        token = _auth_headers(request, oauth).get("authorization")
+        if whole:
+            log = joblogs.verification_log(hub(), token, filename)
+            return Response(log, media_type="text/plain; charset=utf-8")
+        return JSONResponse(joblogs.log_tail(hub(), token, filename))
+
     @router.post("/moderation/verdict")
     def verdict(body: VerdictBody, request: Request) -> dict[str, Any]:
         return moderation.set_verdict(
@@ -191,6 +204,30 @@ def _add_moderation_routes(
         return moderation.revoke_user(
             hub(), authorized(request), user=body.user, info=info(request)
         )
+
+
+def _add_forwarded_moderation_routes(
+    router: APIRouter, proxy: Proxy, oauth: OAuthFlow | None
+) -> None:
+    """The same routes, answered by the upstream bucket-sync's (it checks the organizer
+    and audits; it sees this dashboard's address, as for every proxied write)."""
+
+    @router.get("/moderation/hidden")
+    async def hidden(request: Request) -> Response:
+        headers = _auth_headers(request, oauth)
+        return _reply(await proxy.moderation_get("hidden", [], headers, _peer(request)))
+
+    @router.get("/moderation/job-log/{filename}")
+    async def job_log(filename: str, request: Request) -> Response:
+        headers, query = _auth_headers(request, oauth), list(request.query_params.multi_items())
+        path = f"job-log/{filename}"
+        return _reply(await proxy.moderation_get(path, query, headers, _peer(request)))
+
+    @router.post("/moderation/{action}")
+    async def moderate(action: str, request: Request) -> Response:
+        headers = _auth_headers(request, oauth)
+        body = await request.body()
+        return _reply(await proxy.moderate(action, body, headers, _peer(request)))
 
 
 def _add_oauth_routes(router: APIRouter, oauth: OAuthFlow) -> None:

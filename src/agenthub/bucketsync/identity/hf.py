@@ -17,6 +17,7 @@ from huggingface_hub.utils._headers import build_hf_headers
 
 from agenthub.bucketsync.errors import Unauthorized
 from agenthub.bucketsync.identity.base import Caller
+from agenthub.bucketsync.storage.governor import HubGovernor
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls
 from agenthub.clock import Clock, SystemClock
 
@@ -48,9 +49,10 @@ class HfIdentity:
         email_lookup: EmailLookup | None = None,
         clock: Clock | None = None,
         roles_ttl_s: float = 300.0,
+        governor: HubGovernor | None = None,
     ) -> None:
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=admin_token)
-        self._calls = HubCalls(deadline_s=deadline_s)
+        self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
         self._token = admin_token
         self._email_lookup = email_lookup or self._members_by_email
         self._clock = clock or SystemClock()

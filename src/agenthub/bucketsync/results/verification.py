@@ -3,11 +3,13 @@
 Every promoted result is entered as `pending` (`mark_pending`), so an organizer editing
 verdicts by hand (seed §9) sees what waits; the verifier (`scoring.verdicts`) or the
 organizer turns entries `valid`/`invalid`. Reads treat an absent entry as `pending` too.
-Every read-modify-write of the file holds the named lock `INDEX_LOCK` (a Redis lock with
-the bus, so across workers and machines; an flock on one data directory without it),
-re-reads the file as stored, never the TTL'd copy, and writes it through the lease
-(`core.locks`: a holder whose lease ended is refused, so it cannot put back an index that
-misses the next holder's verdict). An entry is only ever inserted here, never overwritten,
+Every read-modify-write of the file goes through `index_edits` (`core.shared`): it holds
+the named lock `INDEX_LOCK` (a Redis lock with the bus, so across workers and machines; an
+flock on one data directory without it) and writes through the lease (`core.locks`: a
+holder whose lease ended is refused, so it cannot put back an index that misses the next
+holder's verdict), or, on S3, writes only if nobody wrote since its read
+(compare-and-swap, retried on what the other writer left). Either way it re-reads the
+file as stored, never the TTL'd copy. An entry is only ever inserted here, never overwritten,
 and an unreadable index is never rewritten (that would erase every human verdict).
 """
 
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from agenthub.bucketsync.core import listing, naming
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.shared import Edit, edits
 from agenthub.bucketsync.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -49,6 +53,11 @@ def stored_index(hub: Hub) -> dict[str, Any] | None:
         data = hub.store.read(hub.central, VERIFICATION_INDEX)
     except StorageUnavailable:
         return None
+    return parse_index(data)
+
+
+def parse_index(data: bytes | None) -> dict[str, Any] | None:
+    """The index's bytes as a dict (`{}` when absent); None when it is not a JSON object."""
     if data is None:
         return {}
     try:
@@ -56,6 +65,12 @@ def stored_index(hub: Hub) -> dict[str, Any] | None:
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) else None
+
+
+def index_edits(hub: Hub) -> Iterator[Edit]:
+    """The passes of one read-modify-write of the index (`core.shared`: under
+    `INDEX_LOCK`, or by compare-and-swap on S3)."""
+    return edits(hub, hub.central, VERIFICATION_INDEX, INDEX_LOCK)
 
 
 def encode_index(index: dict[str, Any]) -> bytes:
@@ -68,17 +83,16 @@ def mark_pending(hub: Hub, filename: str) -> bool:
     unreadable index or a failed write is logged, never raised (the verifier and a human
     treat a missing entry as pending all the same)."""
     try:
-        with hub.locks.hold(INDEX_LOCK) as lease:
-            index = stored_index(hub)
+        for edit in index_edits(hub):
+            index = parse_index(edit.data)
             if index is None:
                 log.error("verification index unreadable; %s not entered as pending", filename)
                 return False
             if filename in index:
                 return False
             index[filename] = PENDING
-            body = encode_index(index)
-            lease.write(lambda: hub.write_central([(VERIFICATION_INDEX, body)]))
-            return True
+            edit.write(encode_index(index))
+        return True
     except StorageUnavailable as exc:
         log.warning("could not enter %s as pending: %s", filename, exc.message)
         return False

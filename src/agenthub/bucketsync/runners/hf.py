@@ -27,6 +27,7 @@ from agenthub.bucketsync.runners.base import (
     JobState,
     LaunchedJob,
 )
+from agenthub.bucketsync.storage.governor import HubGovernor
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls
 
 
@@ -41,11 +42,12 @@ class HfJobRunner:
         endpoint: str | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         api: Any = None,
+        governor: HubGovernor | None = None,
     ) -> None:
         self._token = token
         self._namespace = namespace
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
-        self._calls = HubCalls(deadline_s=deadline_s)
+        self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
 
     def _volumes(self, spec: JobSpec) -> list[Any]:
         return [

@@ -5,7 +5,7 @@ with one directory per mount, `logs.txt` and, when it ends, `status.json`. The j
 its own session under a small supervisor (`python -m agenthub.bucketsync.runners.local DIR`)
 that plays the platform's part:
 
-- copies each mounted bucket prefix into the sandbox (a missing or empty prefix fails the
+- copies each mounted bucket prefix (of the local store, or of the S3 store) into the sandbox (a missing or empty prefix fails the
   job, as an HF bucket mount does);
 - runs the command with mount paths rewritten into the sandbox and an environment with no
   tokens in it, killing it at the spec's timeout (the platform-side cap);
@@ -35,7 +35,7 @@ import uuid
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import agenthub
 from agenthub import pids
@@ -55,10 +55,15 @@ from agenthub.bucketsync.runners.base import (
     LaunchedJob,
     Mount,
 )
-from agenthub.bucketsync.storage.base import Batch
+from agenthub.bucketsync.storage.base import Batch, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 
+if TYPE_CHECKING:  # obstore loads only where the S3 store is used
+    from agenthub.bucketsync.storage.s3 import S3Config
+
 STATUS = "status.json"
+# The S3 credentials, given to the supervisor (never to the job) when they are settings.
+S3_KEY_ENV, S3_SECRET_ENV = "BUCKETSYNC_S3_ACCESS_KEY_ID", "BUCKETSYNC_S3_SECRET_ACCESS_KEY"
 LOGS = "logs.txt"
 # Only what a Python harness needs; never the service's environment (tokens live there).
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
@@ -76,9 +81,17 @@ def _now() -> str:
 
 
 class LocalJobRunner:
-    def __init__(self, data_dir: Path, *, python: str | None = None) -> None:
+    """Jobs as subprocesses of this machine. Mounts come from the local store under
+    `data_dir`, or, with `s3`, from the S3 store (the supervisor opens its own client:
+    where the store is goes in `spec.json`, the credentials only into the supervisor's
+    environment, never to the job)."""
+
+    def __init__(
+        self, data_dir: Path, *, python: str | None = None, s3: S3Config | None = None
+    ) -> None:
         # Absolute: the job runs with its sandbox as the working directory.
         self._data_dir = Path(data_dir).resolve()
+        self._s3 = s3
         self._jobs = self._data_dir / "jobs"
         self._python = python or sys.executable
         self._lock = threading.Lock()
@@ -100,11 +113,12 @@ class LocalJobRunner:
                     "spec": asdict(spec),
                     "store_root": str(self._data_dir),
                     "python": self._python,
+                    **self._s3_location(),
                 },
             )
             # The directory holding the `agenthub` package, wherever this module sits in it.
             package_root = str(Path(agenthub.__file__).resolve().parents[1])
-            env = {**os.environ, "PYTHONPATH": package_root}
+            env = {**os.environ, "PYTHONPATH": package_root, **self._s3_credentials()}
             with open(directory / "supervisor.txt", "wb") as supervisor_log:
                 proc = subprocess.Popen(
                     [self._python, "-m", __name__, str(directory)],  # main() below supervises
@@ -121,6 +135,20 @@ class LocalJobRunner:
         with self._lock:
             self._procs[job_id] = proc
         return LaunchedJob(job_id=job_id, url=directory.resolve().as_uri())
+
+    def _s3_location(self) -> dict[str, Any]:
+        if self._s3 is None:
+            return {}
+        location = asdict(self._s3)
+        location.pop("access_key_id"), location.pop("secret_access_key")
+        return {"s3": location}
+
+    def _s3_credentials(self) -> dict[str, str]:
+        found = {
+            S3_KEY_ENV: self._s3.access_key_id if self._s3 else None,
+            S3_SECRET_ENV: self._s3.secret_access_key if self._s3 else None,
+        }
+        return {name: value for name, value in found.items() if value}
 
     def inspect(self, job_id: str) -> JobState:
         directory = self.job_dir(job_id)
@@ -201,6 +229,21 @@ def _rewrite(arg: str, mounts: list[Mount], sandbox: Path) -> str:
     return arg
 
 
+def _store(config: dict[str, Any]) -> BucketStore:
+    """The store the job's mounts live in: S3 when `spec.json` says where, else local."""
+    if "s3" not in config:
+        return LocalBucketStore(Path(config["store_root"]))
+    from agenthub.bucketsync.storage.s3 import S3BucketStore, S3Config
+
+    return S3BucketStore(
+        S3Config(
+            **config["s3"],
+            access_key_id=os.environ.get(S3_KEY_ENV),
+            secret_access_key=os.environ.get(S3_SECRET_ENV),
+        )
+    )
+
+
 def supervise(directory: Path) -> int:
     """Materialize the mounts, run the command under the timeout, copy rw mounts back, and
     write `status.json`. Returns the process exit status for the supervisor."""
@@ -208,7 +251,7 @@ def supervise(directory: Path) -> int:
     config = json.loads((directory / "spec.json").read_text("utf-8"))
     spec = config["spec"]
     mounts = _mounts(spec["mounts"])
-    store = LocalBucketStore(Path(config["store_root"]))
+    store = _store(config)
     sandbox = directory / "sandbox"
     started = _now()
 
@@ -293,7 +336,7 @@ def supervise(directory: Path) -> int:
     return finish(ERROR, f"the command exited with status {code}", code, why)
 
 
-def _copy_back(store: LocalBucketStore, mounts: list[Mount], sandbox: Path) -> None:
+def _copy_back(store: BucketStore, mounts: list[Mount], sandbox: Path) -> None:
     for mount in mounts:
         if mount.read_only:
             continue

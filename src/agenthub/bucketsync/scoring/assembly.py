@@ -59,6 +59,7 @@ def assemble_scoring(
         hub.clock,
         per_agent=s.job_per_agent_per_day,
         per_user=s.job_per_user_per_day,
+        swaps=hub.swaps,
     )
     queue = ScoringQueue(
         hub, concurrency=s.verifier_concurrency, heartbeat_s=s.verifier_heartbeat_s

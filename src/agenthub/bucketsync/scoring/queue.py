@@ -2,9 +2,10 @@
 runs on the platform (verifier re-runs and agents' jobs), the verifier's heartbeat, and the
 last durations the ETAs come from.
 
-It is one JSON file, `scoring/queue.json` in the audit bucket, changed only under the
-hub's named `scoring-queue` lock (Redis once the bus is configured), so every worker sees
-and dispatches the same queue and it survives a restart. Each entry carries `queued_at`,
+It is one JSON file, `scoring/queue.json` in the audit bucket, changed only through
+`core.shared` edits (under the hub's named `scoring-queue` lock, Redis once the bus is
+configured; by compare-and-swap on S3), so every worker, on any machine, sees and
+dispatches the same queue and it survives a restart. Each entry carries `queued_at`,
 `started_at`, `attempt` and, after a failure, a `reason` from `runners.base.FAILURE_REASONS`.
 
 ETA: the median of the last `DURATION_SAMPLES` run durations of that kind; running runs
@@ -22,13 +23,12 @@ import socket
 import statistics
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from agenthub.bucketsync.core.hub import Hub
+from agenthub.bucketsync.core.shared import edits
 from agenthub.bucketsync.runners.base import FAILURE_REASONS
-from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -91,26 +91,30 @@ class ScoringQueue:
 
     # -- storage ----------------------------------------------------------------------------
     def load(self) -> State:
-        state = read_json_object(self.hub.store, self.hub.settings.audit_bucket, QUEUE_PATH)
-        state = state or {}
+        return self.parse(self.hub.store.read(self.hub.settings.audit_bucket, QUEUE_PATH))
+
+    @staticmethod
+    def parse(data: bytes | None) -> State:
+        """The queue's file as a state, with every key present (absent or unreadable: empty)."""
+        try:
+            parsed = json.loads(data) if data is not None else {}
+        except ValueError:
+            parsed = {}
+        state: State = parsed if isinstance(parsed, dict) else {}
         state.setdefault("entries", [])
         state.setdefault("durations", {VERIFICATION: [], AGENT: []})
         state.setdefault("recent", [])
         state.setdefault("heartbeat", None)
         return state
 
-    @contextmanager
-    def edit(self) -> Iterator[State]:
-        """Read, change and write the queue under its lock."""
-        with self.hub.locks.hold(LOCK) as lease:
-            state = self.load()
+    def edits(self) -> Iterator[State]:
+        """The passes of one read-modify-write of the queue (`core.shared`: under its lock,
+        or by compare-and-swap on S3): each pass gets the queue as stored and the state it
+        leaves is written when the loop body ends (a `break` or `return` writes nothing)."""
+        for edit in edits(self.hub, self.hub.settings.audit_bucket, QUEUE_PATH, LOCK):
+            state = self.parse(edit.data)
             yield state
-            body = json.dumps(state, indent=1, sort_keys=True).encode()
-            lease.write(
-                lambda: self.hub.store.write_batch(
-                    self.hub.settings.audit_bucket, Batch(adds=[(QUEUE_PATH, body)])
-                )
-            )
+            edit.write(json.dumps(state, indent=1, sort_keys=True).encode())
 
     def _now(self) -> str:
         return _stamp(self.hub.clock.now())
@@ -118,9 +122,11 @@ class ScoringQueue:
     # -- changes ----------------------------------------------------------------------------
     def enqueue(self, key: str, **fields: Any) -> bool:
         """Add a waiting verification; False if `key` is already queued or running."""
-        with self.edit() as state:
-            if any(e["key"] == key for e in state["entries"]):
-                return False
+        added = False
+        for state in self.edits():
+            added = not any(e["key"] == key for e in state["entries"])
+            if not added:
+                break
             state["entries"].append(
                 {
                     "key": key,
@@ -133,43 +139,75 @@ class ScoringQueue:
                     **fields,
                 }
             )
-            return True
+        return added
 
     def dispatch(self, launch: Callable[[Entry], dict[str, Any] | None]) -> list[str]:
         """Start waiting verifications while fewer than `concurrency` run: `launch(entry)`
         returns the fields of the started run, `{"state": DONE, "reason", "outcome"}` when
         the entry ended without a run (decided, or not launchable), or `{"state": QUEUED,
-        ...}` to leave it waiting for the next pass. Returns the keys started."""
-        started = []
-        with self.edit() as state:
+        ...}` to leave it waiting for the next pass. Returns the keys started.
+
+        Entries are first claimed (`launching`: this worker, still shown as waiting) in one
+        edit, then launched outside any edit, then recorded: a launch is never repeated by a
+        retried compare-and-swap, and two workers never launch one entry (only one claim
+        lands). A claim whose worker stopped beating is given back by `adopt`."""
+        claimed: list[Entry] = []
+        for state in self.edits():
             entries: list[Entry] = state["entries"]
-            for entry in [e for e in entries if e["kind"] == VERIFICATION]:
-                busy = sum(
-                    1 for e in entries if e["kind"] == VERIFICATION and e["state"] == RUNNING
-                )
+            claimed = []
+            busy = sum(1 for e in entries if e["kind"] == VERIFICATION and _busy(e))
+            for entry in entries:
                 if busy >= self.concurrency:
                     break
-                if entry["state"] != QUEUED:
+                if entry["kind"] != VERIFICATION or _busy(entry):
                     continue
+                entry["launching"] = self.worker
                 entry["attempt"] = int(entry.get("attempt", 0)) + 1
-                fields = launch(entry)
-                if fields is None or fields.get("state") == DONE:
-                    entries.remove(entry)
-                    if fields is not None:
-                        self._remember(state, {**entry, **fields})
-                    continue
-                if fields.get("state") == QUEUED:  # not launched: it waits for the next pass
-                    entry.update(fields)
-                    break
-                entry.update(
-                    {"state": RUNNING, "started_at": self._now(), "worker": self.worker, **fields}
-                )
+                claimed.append(dict(entry))
+                busy += 1
+            if not claimed:
+                break
+        started: list[str] = []
+        for number, entry in enumerate(claimed):
+            fields = launch({k: v for k, v in entry.items() if k != "launching"})
+            self._record_launch(entry, fields)
+            if fields is not None and fields.get("state") == QUEUED:
+                for later in claimed[number + 1 :]:  # not launched: all wait for the next pass
+                    self._record_launch(later, {"state": QUEUED, "attempt": later["attempt"] - 1})
+                break
+            if fields is not None and fields.get("state") != DONE:
                 started.append(str(entry["key"]))
         return started
 
+    def _record_launch(self, claim: Entry, fields: dict[str, Any] | None) -> None:
+        """What became of a claimed entry's launch (see `dispatch`)."""
+        for state in self.edits():
+            entries: list[Entry] = state["entries"]
+            entry = next(
+                (
+                    e
+                    for e in entries
+                    if e["key"] == claim["key"] and e.get("launching") == self.worker
+                ),
+                None,
+            )
+            if entry is None:  # no longer this claim (a reverify, an adoption): leave it
+                break
+            del entry["launching"]
+            if fields is None or fields.get("state") == DONE:
+                entries.remove(entry)
+                if fields is not None:
+                    self._remember(state, {**entry, **fields})
+            elif fields.get("state") == QUEUED:
+                entry.update(fields)
+            else:
+                entry.update(
+                    {"state": RUNNING, "started_at": self._now(), "worker": self.worker, **fields}
+                )
+
     def add_running(self, key: str, **fields: Any) -> None:
         """Record a run that is already on the platform (an agent's job)."""
-        with self.edit() as state:
+        for state in self.edits():
             state["entries"] = [e for e in state["entries"] if e["key"] != key]
             state["entries"].append(
                 {
@@ -195,26 +233,29 @@ class ScoringQueue:
         `retry` puts a verification back at the head of the queue with its `reason`;
         `replace` swaps the entry's fields for a run relaunched in its place (an agent's
         job). Returns the entry as it was, or None if it was not in the queue."""
-        with self.edit() as state:
-            entry = next((e for e in state["entries"] if e["key"] == key), None)
-            if entry is None:
-                return None
+        found: Entry | None = None
+        for state in self.edits():
+            found = next((e for e in state["entries"] if e["key"] == key), None)
+            if found is None:
+                break
+            entry = dict(found)
             now = self.hub.clock.now()
             started = _parse(entry.get("started_at"))
             if started is not None and reason != "platform_error":
                 samples = state["durations"].setdefault(entry["kind"], [])
                 samples.append(round((now - started).total_seconds(), 3))
                 del samples[:-DURATION_SAMPLES]
-            state["entries"].remove(entry)
+            state["entries"].remove(found)
             if retry and entry["kind"] == VERIFICATION:
                 again = {**entry, "state": QUEUED, "started_at": None, "reason": reason}
                 again.pop("job_id", None), again.pop("job_url", None)
+                again.pop("launching", None)
                 state["entries"].insert(0, again)
             elif replace is not None:
                 state["entries"].append({**entry, **replace, "reason": reason})
             else:
                 self._remember(state, {**entry, "reason": reason, "outcome": outcome})
-            return dict(entry)
+        return None if found is None else dict(found)
 
     def _remember(self, state: State, entry: Entry) -> None:
         """Keep an ended entry among the last `RECENT` (what failed, and why)."""
@@ -224,7 +265,7 @@ class ScoringQueue:
 
     def heartbeat(self, *, stopped: bool = False) -> None:
         """This worker is alive (or, `stopped`, no longer): the queue shows the last beat."""
-        with self.edit() as state:
+        for state in self.edits():
             now = self._now()
             state["heartbeat"] = {"worker": self.worker, "at": now, "stopped": stopped}
             workers = state.setdefault("workers", {})
@@ -236,8 +277,9 @@ class ScoringQueue:
     def adopt(self) -> list[Entry]:
         """Take over the running entries of workers that stopped beating (a restart, a
         crash): they become this worker's to watch. Returns them."""
-        adopted = []
-        with self.edit() as state:
+        adopted: list[Entry] = []
+        for state in self.edits():
+            adopted = []
             now = self.hub.clock.now()
             stale = STALE_INTERVALS * self.heartbeat_s
             workers = state.setdefault("workers", {})
@@ -248,6 +290,8 @@ class ScoringQueue:
             }
             state["workers"] = {w: at for w, at in workers.items() if w in alive}
             for entry in state["entries"]:
+                if entry.get("launching") not in alive | {self.worker, None}:
+                    del entry["launching"]  # its launcher died before recording it
                 if entry["state"] == RUNNING and entry.get("worker") not in alive | {self.worker}:
                     entry["worker"] = self.worker
                     adopted.append(dict(entry))
@@ -328,6 +372,11 @@ class ScoringQueue:
             "stale_after_s": STALE_INTERVALS * self.heartbeat_s,
             "concurrency": self.concurrency,
         }
+
+
+def _busy(entry: Entry) -> bool:
+    """Running, or claimed by a worker that is launching it (`ScoringQueue.dispatch`)."""
+    return entry["state"] == RUNNING or bool(entry.get("launching"))
 
 
 def _eta(entry: Entry, seconds: float | None, now: datetime) -> Entry:

@@ -28,9 +28,9 @@ from agenthub.bucketsync.results import standings
 from agenthub.bucketsync.results.leaderboard import score_of, scored_results
 from agenthub.bucketsync.results.pins import Located, locate
 from agenthub.bucketsync.results.verification import (
-    INDEX_LOCK,
-    VERIFICATION_INDEX,
     encode_index,
+    index_edits,
+    parse_index,
     stored_index,
 )
 from agenthub.bucketsync.runners.base import GUARD_EXCEEDED, SCORE_MISMATCH, SUBMISSION_CHANGED
@@ -125,26 +125,26 @@ class VerdictBook:
         verdict = str(ledger["verdict"])
         if ledger.get("state") == "deferred":
             return "deferred to a human verdict"
-        # The lock promotions take to enter results as pending: neither write loses the
-        # other's, whichever worker or machine makes it (writes are fenced: core.locks).
-        with self.hub.locks.hold(INDEX_LOCK) as lease:
-            index = stored_index(self.hub)
+        # Promotions enter results as pending through the same edits: neither write loses
+        # the other's, whichever worker or machine makes it (`core.shared`: fenced under
+        # the lock, or compare-and-swap on S3, where a lost pass runs again on what won).
+        for edit in index_edits(self.hub):
+            index = parse_index(edit.data)
             if index is None:
-                log.error("verification index unreadable; %s stays pending for now", filename)
+                log.error("verification index unreadable; %s stays pending", filename)
                 return "index unreadable"
             current = str(index.get(filename, "pending"))
             if current != "pending" and current != ledger.get("written"):
                 ledger = {**ledger, "state": "deferred", "human_verdict": current}
-                lease.write(lambda: self.save_ledger(filename, ledger))
+                self.save_ledger(filename, ledger)
                 return "deferred to a human verdict"
             if ledger.get("written") != verdict:
                 ledger = {**ledger, "written": verdict}
-                lease.write(lambda: self.save_ledger(filename, ledger))  # intent first
+                self.save_ledger(filename, ledger)  # intent first
             before = {str(k): str(v) for k, v in index.items()}
             if current != verdict:
                 index[filename] = verdict
-                body = encode_index(index)
-                lease.write(lambda: self.hub.write_central([(VERIFICATION_INDEX, body)]))
+                edit.write(encode_index(index))
         if current != verdict:
             standings.after_verdict(
                 self.hub, filename, verdict, before=before, after={**before, filename: verdict}

@@ -13,6 +13,11 @@ hash the source bucket's listing gave.
 several processes update (an index, a ledger, a queue) can be serialized without a lock.
 The local and S3 stores have it; HF buckets have no conditional writes, so the hf adapter
 does not (`isinstance(store, ConditionalStore)` tells).
+
+`ChangeFeed` is a bucket's change feed (the Hub's `/events`, `storage.hffeed`): the read
+model applies its `FileChange` batches instead of re-listing, while `live()` says the feed
+can be trusted. `RequestBudget` is the token's Hub request budget (`storage.governor`);
+`HUB_PRIORITY` tells it what a Hub call is for, so writes are served first.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable
 
@@ -112,6 +118,75 @@ class ConditionalStore(BucketStore, Protocol):
         """Write `data` only if the file is still at `version` (None: only if it is absent).
         Returns the new version, or None when another writer got there first (nothing was
         written)."""
+        ...
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file changed in a bucket, as its change feed reported it. `size` and
+    `content_hash` are None when the feed did not repeat them (an update carries only what
+    changed); a consumer that cannot complete the entry re-lists its folder."""
+
+    path: str
+    deleted: bool = False
+    size: int | None = None
+    content_hash: str | None = None
+
+
+class FeedSink(Protocol):
+    """What a change feed reports to (the read model's follower, `core.following`)."""
+
+    def changed(self, changes: list[FileChange]) -> None:
+        """A batch of changes, in the order the bucket applied them."""
+        ...
+
+    def reconcile(self) -> None:
+        """The feed lost track (a first subscription, a `reset`): drop what was derived
+        from earlier listings; `live()` is False until the feed has caught up again."""
+        ...
+
+    def ready(self, *, from_scratch: bool) -> None:
+        """The feed is live: every change from now on will be reported. `from_scratch`:
+        the session began without a resume point (after `reconcile`)."""
+        ...
+
+
+class ChangeFeed(Protocol):
+    """A bucket's change feed, followed on a thread of its own."""
+
+    def start(self, sink: FeedSink) -> None:
+        """Start following; changes go to `sink` from the feed's thread."""
+        ...
+
+    def live(self) -> bool:
+        """True while a stream is open, caught up and recently heard from: listings kept up
+        to date by its changes need no TTL refresh. False means: fall back to the TTL."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for `/v1/healthz`."""
+        ...
+
+
+# What a Hub call is for, so a budget spends on writes first: a `write` (the default, and
+# anything a write path reads), a `read` a GET answers from (a listing or record the read
+# model lacks), or a `refresh` of a listing the read model holds (served stale instead).
+HubPriority = Literal["write", "read", "refresh"]
+HUB_PRIORITY: ContextVar[HubPriority] = ContextVar("bucketsync_hub_priority", default="write")
+
+
+class RequestBudget(Protocol):
+    """The token's Hub request budget (`storage.governor.HubGovernor`)."""
+
+    def may_refresh(self) -> bool:
+        """Whether a TTL refresh may spend a request now; False (counted as shed): serve
+        the cached listing a while longer."""
+        ...
+
+    def report(self) -> dict[str, Any]:
+        """`window_s`, `used`, `limit`, `shed`, `refused` for `/v1/healthz`."""
         ...
 
 

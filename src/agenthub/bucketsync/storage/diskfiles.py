@@ -1,16 +1,25 @@
 """Files on local disk for the local store: atomic replacement (temp + fsync + rename, the
-temp named `.tmp-{pid}-{thread}-…` so `LocalBucketStore.sweep` knows whose it is), and
-reading, hashing and copying in pieces so memory never grows with a file's size."""
+temp named `.tmp-{pid}-h{host}-…` so `LocalBucketStore.sweep` knows whose it is), and
+reading, hashing and copying in pieces so memory never grows with a file's size.
+
+A temp names its host as well as its process: on a data directory shared between machines
+(NFS), a pid means nothing on another host, so the sweep at start-up removes only this
+host's temps of dead processes, and another host's only once they are a day old (a writer
+on it may be alive: a 5 GB upload in progress, say)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
+import re
 import shutil
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
+
+from agenthub import pids
 
 # The piece size of hashing and copying: memory per operation, whatever the file's size.
 PIECE = 1 << 20
@@ -24,9 +33,33 @@ def make_parent(path: str) -> str:
     return parent
 
 
+# Another host's temp is left alone this long (its writer may be alive; we cannot tell).
+FOREIGN_TEMP_S = 24 * 3600.0
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_TEMP = re.compile(r"^\.tmp-(\d+)-(?:h([0-9a-f]{8})-)?")
+
+
+def temp_prefix() -> str:
+    """The start of every temp name this process gives: `.tmp-{pid}-h{host}-`."""
+    return f".tmp-{os.getpid()}-h{_HOST}-"
+
+
 def temp_beside(path: str) -> str:
     head, name = os.path.split(path)
-    return os.path.join(head, f".tmp-{os.getpid()}-{threading.get_ident()}-{name}")
+    return os.path.join(head, f"{temp_prefix()}{threading.get_ident()}-{name}")
+
+
+def abandoned(name: str, mtime: float, *, cutoff: float, now: float) -> bool:
+    """Whether the temp file `name` (modified at `mtime`) was left by a writer that is gone:
+    this host's and its process dead, another host's and a day old, or unnamed and older
+    than `cutoff`. Names without a host (an earlier version's) count as this host's."""
+    match = _TEMP.match(name)
+    if match is None:
+        return mtime < cutoff
+    host = match.group(2)
+    if host is not None and host != _HOST:
+        return mtime < now - FOREIGN_TEMP_S
+    return not pids.alive(int(match.group(1)))
 
 
 def read_file(path: str) -> bytes:

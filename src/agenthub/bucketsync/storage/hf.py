@@ -33,6 +33,7 @@ from huggingface_hub.utils._http import hf_raise_for_status
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
+from agenthub.bucketsync.storage.governor import HubGovernor
 from agenthub.bucketsync.storage.groupcommit import GroupCommit
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
 from agenthub.bucketsync.storage.xettokens import seed_xet_tokens
@@ -51,16 +52,19 @@ class HfBucketStore:
         deadline_s: float = DEFAULT_DEADLINE_S,
         group_linger_s: float = 0.0,
         api: Any = None,
+        governor: HubGovernor | None = None,
     ) -> None:
         # token=None: huggingface_hub falls back to the cached login (local runs).
         self._token = token
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
-        self._calls = HubCalls(deadline_s=deadline_s)
+        self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
         bound_xet_session(deadline_s)
         seed_xet_tokens()
         self.group = GroupCommit(self._send_batch, linger_s=group_linger_s)
 
     def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+        # No request goes unseen by the governor: Xet tokens are fetched through
+        # huggingface_hub's client (xettokens) and seeded, so hf_xet asks for none itself.
         return self._calls.run(what, fn, write=write)
 
     def info(self, bucket: str) -> BucketInfo | None:

@@ -16,6 +16,12 @@ hf_xet moves file content outside httpx2; its session is created here with one a
 timeouts equal to the deadline (`bound_xet_session`), and its errors (`OSError`,
 `RuntimeError`) are translated like the rest.
 
+With a `HubGovernor` (the token's request budget), every request is first counted by it,
+or refused before it is sent (`BudgetSpent` → `StorageUnavailable` with the window's
+`Retry-After`); a call's priority is `write` for writes, else `HUB_PRIORITY`. A request
+made outside a call with a governed token (hf_xet fetching a Xet token from its own thread,
+the change feed's follower) is counted by that token's governor, at `write` priority.
+
 A call inside `deadlines.within(lease)` (a lock or key held with a lease) gets the lesser
 of its deadline and what is left of the lease, and is not sent once the lease is over.
 
@@ -34,6 +40,7 @@ import contextvars
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -44,6 +51,8 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from agenthub.bucketsync import deadlines
 from agenthub.bucketsync.errors import StorageUnavailable, WriteOutcomeUnknown
+from agenthub.bucketsync.storage.base import HUB_PRIORITY, HubPriority
+from agenthub.bucketsync.storage.governor import BudgetSpent, HubGovernor
 
 T = TypeVar("T")
 
@@ -51,6 +60,7 @@ DEFAULT_DEADLINE_S = 15.0
 RETRY_HINT = "retry in a few seconds"
 UNKNOWN_HINT = "retry with the same Idempotency-Key"
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+XET_TOKEN_PATH = "/api/buckets/xet-token"  # what `unseen` requests are counted as
 
 
 class HubRefused(Exception):
@@ -74,10 +84,15 @@ class HubUnreachable(Exception):
 class _Call:
     deadline: float
     write: bool
+    governor: HubGovernor | None = None
+    priority: HubPriority = "write"
     write_sent: bool = False
 
 
 _CURRENT: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("hub_call", default=None)
+# The governors by the `authorization` header of their token, for requests made outside
+# a call (weak: a governor lives as long as the adapters holding it).
+_GOVERNORS: weakref.WeakValueDictionary[str, HubGovernor] = weakref.WeakValueDictionary()
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
@@ -86,7 +101,8 @@ def _retry_after(response: httpx2.Response) -> float | None:
 
 
 class GuardedTransport(httpx2.BaseTransport):
-    """Wraps huggingface_hub's transport; inert outside `HubCalls.run`."""
+    """Wraps huggingface_hub's transport; outside `HubCalls.run` it only counts a governed
+    token's requests."""
 
     def __init__(self, inner: httpx2.BaseTransport) -> None:
         self._inner = inner
@@ -94,7 +110,15 @@ class GuardedTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         call = _CURRENT.get()
         if call is None:
+            authorization = request.headers.get("authorization")
+            governor = _GOVERNORS.get(authorization) if authorization else None
+            if governor is not None:
+                governor.spend(request.url.path, "write", authorization)
             return self._inner.handle_request(request)
+        if call.governor is not None:
+            call.governor.spend(
+                request.url.path, call.priority, request.headers.get("authorization")
+            )
         left = call.deadline - time.monotonic()
         if left <= 0:
             raise HubUnreachable("the call's deadline passed", sent=False)
@@ -175,11 +199,19 @@ def bound_xet_session(deadline_s: float) -> None:
 class HubCalls:
     """Runs huggingface_hub calls for one adapter: `run(what, fn, write=...)`."""
 
-    def __init__(self, *, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
+    def __init__(
+        self, *, deadline_s: float = DEFAULT_DEADLINE_S, governor: HubGovernor | None = None
+    ) -> None:
         install_guard()
         self.deadline_s = deadline_s
+        self.governor = governor
+        if governor is not None and governor.bearer is not None:
+            _GOVERNORS[governor.bearer] = governor
 
-    def run(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+    def run(self, what: str, fn: Callable[[], T], *, write: bool = False, unseen: int = 0) -> T:
+        """`fn()` under the deadline and the budget. `unseen`: API requests the call makes
+        outside huggingface_hub's client, which the budget counts up front (hf_xet fetches
+        its Xet token itself: one per transfer)."""
         budget = self.deadline_s
         outer = deadlines.remaining()  # a lease held around this call (deadlines.within)
         if outer is not None:
@@ -189,12 +221,27 @@ class HubCalls:
                     hint=RETRY_HINT,
                 )
             budget = min(budget, outer)
-        call = _Call(deadline=time.monotonic() + budget, write=write)
+        priority: HubPriority = "write" if write else HUB_PRIORITY.get()
+        call = _Call(
+            deadline=time.monotonic() + budget,
+            write=write,
+            governor=self.governor,
+            priority=priority,
+        )
         token = _CURRENT.set(call)
         try:
+            if self.governor is not None:
+                self.governor.admit(priority)
+                for _ in range(unseen):
+                    self.governor.spend(XET_TOKEN_PATH, priority, self.governor.bearer)
             return fn()
         except StorageUnavailable:
             raise
+        except BudgetSpent as exc:
+            text = f"not sent: {exc}"
+            raise self._failed(
+                what, text, call, call.write_sent, retry_after_s=exc.retry_after_s
+            ) from exc
         except HubRefused as exc:
             raise self._refused(what, exc, call) from exc
         except HubUnreachable as exc:

@@ -6,14 +6,15 @@ hard links to them, so copy-by-hash is a link, and every write is temp + fsync +
 
 An object whose last bucket file is replaced or deleted is removed with it (its link count
 drops to 1: only `objects/` holds it); `sweep()` removes what a crash or an earlier version
-left behind — such objects, and `.tmp-{pid}-…` files of processes that are gone. `append`
+left behind — such objects, and `.tmp-{pid}-h{host}-…` files of processes that are gone
+(this host's only: `diskfiles.abandoned`). `append`
 grows a file in place (the audit log), detached from its object first.
 
 `read_versioned`/`write_if` (the `ConditionalStore` capability) take an exclusive `flock`
 on `locks/{sha256(bucket/path)}` around the compare and the write, so processes sharing
 the data directory are serialized too; the version is the content's sha256.
 
-`upload` takes a file of any size in pieces: they go to a `.tmp-{pid}-up-…` file in the
+`upload` takes a file of any size in pieces: they go to a `.tmp-{pid}-h{host}-up-…` file in the
 bucket's directory (outside `files/`, so listings never see it) and are hashed as they
 arrive; `commit` renames the temp file into `objects/` and links the path to it, like a
 batch add, so memory stays bounded by one piece. Hashing a file for a listing and copying
@@ -27,7 +28,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import threading
 import time
 import uuid
@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agenthub import pids
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.storage.base import (
     Batch,
@@ -48,6 +47,7 @@ from agenthub.bucketsync.storage.base import (
 )
 from agenthub.bucketsync.storage.diskfiles import (
     PIECE,
+    abandoned,
     atomic_copy,
     atomic_write,
     fsync_dir,
@@ -56,13 +56,13 @@ from agenthub.bucketsync.storage.diskfiles import (
     pieces,
     read_file,
     temp_beside,
+    temp_prefix,
     write_fd,
 )
 from agenthub.bucketsync.storage.localupload import LocalUpload
 from agenthub.clock import Clock, SystemClock
 
 _META = "bucket.json"
-_TEMP_PID = re.compile(r"^\.tmp-(\d+)-")
 # Object removal and object reuse of the same hash take the same stripe.
 _STRIPES = 64
 
@@ -261,7 +261,7 @@ class LocalBucketStore:
         """Start receiving `path` in pieces (`StreamingStore`)."""
         self._require(bucket)
         self._file_path(bucket, path)  # refuse a bad path before any byte is received
-        temp = os.path.join(self._bucket_dir(bucket), f".tmp-{os.getpid()}-up-{uuid.uuid4().hex}")
+        temp = os.path.join(self._bucket_dir(bucket), f"{temp_prefix()}up-{uuid.uuid4().hex}")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
@@ -329,11 +329,7 @@ class LocalBucketStore:
                             objects += 1
         for root in (store, self._root / "buckets"):
             for path in self._walk(root, temps_only=True):
-                match = _TEMP_PID.match(path.name)
-                stale = path.stat().st_mtime < cutoff
-                if (match is not None and not pids.alive(int(match.group(1)))) or (
-                    match is None and stale
-                ):
+                if abandoned(path.name, path.stat().st_mtime, cutoff=cutoff, now=time.time()):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
                         temps += 1
@@ -413,7 +409,7 @@ class LocalBucketStore:
                 continue
 
     def _hard_links_work(self) -> bool:
-        probe = Path(self._objects, f".tmp-{os.getpid()}-probe")
+        probe = Path(self._objects, f"{temp_prefix()}probe")
         try:
             probe.write_bytes(b"")
             os.link(probe, probe.with_name(probe.name + "-link"))

@@ -1,6 +1,6 @@
 """`LocalUpload`: one file arriving in pieces at the local store (`storage.base.Upload`).
 
-The pieces go to a temp file named `.tmp-{pid}-up-…` (the pattern `LocalBucketStore.sweep`
+The pieces go to a temp file named `.tmp-{pid}-h{host}-up-…` (the pattern `LocalBucketStore.sweep`
 removes once the process is gone) and are hashed as they arrive, so memory holds one piece
 whatever the file's size; `commit` fsyncs the temp file and hands it with its hash to the
 store, which renames it into `objects/` and links the path to it.
