@@ -27,13 +27,13 @@ as Resolvers, 20,000 per 5 minutes for a Team org).
 
 Figures of 2026-12-06 (2 cores shared with other jobs, load average ~9), per operation
 before (fa18f96) / after / agent-collabs: registration 9 / 4 / 11, post 12 / 3 / 8,
-result 10 / 3 / 12, warm digest and inbox 0 / 0 / 0, digest after the TTL 20 / 16 / -.
-Fleet, 200 agents, 10 min: 0 of 2,200 acknowledged writes lost, 0 429s leaked, 0 5xx, no
-Hub 429 at all, post p50 0.78 s / p99 7.6 s (a test suite ran beside it for 3 of the 10
-minutes; a quiet 3-minute run: p50 0.67 s / p99 1.31 s), API requests per 5-min window
-1,899 and 2,277 of 3,000 (2.09 per post, counting every request of the fleet), 7,046
-writes in 2,861 batch requests. Before, by the per-operation counts, the same workload
-needs ~13,000 API requests per 5 minutes (4.3x the limit).
+result 10 / 3 / 12, warm digest and inbox 0 / 0 / 0, digest after the TTL 20 / 0 / -
+(the central bucket's change feed replaces the re-listing). Fleet, 200 agents, 10 min:
+0 of 2,200 acknowledged writes lost, 0 429s leaked, 0 5xx, no Hub 429 at all, post p50
+0.66 s / p99 1.20 s, API requests per 5-min window 1,379 and 1,384 of 3,000 (1.38 per post,
+counting every request of the fleet), 7,041 writes in 2,798 batch requests. Before, by
+the per-operation counts, the same workload needs ~13,000 API requests per 5 minutes
+(4.3x the limit); agent-collabs ~9,200.
 """
 
 from __future__ import annotations
