@@ -90,6 +90,7 @@ def hf_store(settings: OfflineSettings, governor: HubGovernor | None = None) -> 
         token=settings.hf_token_value(),
         endpoint=settings.hf_endpoint,
         deadline_s=settings.hub_call_deadline_s,
+        group_linger_s=settings.hub_group_linger_s,
         governor=governor,
     )
 

@@ -109,6 +109,10 @@ class OfflineSettings(BaseSettings):
     # Each Hub call's deadline: it answers 503 by then, whatever the Hub does (and stays
     # well inside the 120 s lock leases held around store calls).
     hub_call_deadline_s: float = Field(15.0, gt=0, le=60, alias="HUB_CALL_DEADLINE_S")
+    # Group commit on the Hub (storage/groupcommit.py): while a bucket is being written, a
+    # batch waits this long for concurrent writes to share its request (issue 29's budget
+    # of 2.5 API requests per post under a fleet); an idle bucket's write goes at once.
+    hub_group_linger_s: float = Field(0.25, ge=0, le=5, alias="HUB_GROUP_LINGER_S")
     # BUCKETSYNC_STORAGE=s3: every bucket id `ns/name` lives in ONE S3 bucket, under
     # `{BUCKETSYNC_S3_PREFIX}buckets/ns/name/`. Credentials left unset come from the usual
     # AWS variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or a role.

@@ -5,8 +5,9 @@ gets its session (`huggingface_hub.utils._xet.get_xet_session`, looked up at eac
 Why there: the client has no plain-HTTP upload path for buckets, and real Xet transfer
 needs a CAS speaking xorbs and shards (chunking, compression, reconstruction terms), far
 more than an emulator should carry. Everything else stays real: the client still asks the
-Hub for a Xet token on the refresh route (`xet-write-token` / `xet-read-token`, counted),
-and the bridge then moves whole blobs over HTTP to the emulator's CAS listener
+Hub for a Xet token on the refresh route (`xet-write-token` / `xet-read-token`, counted)
+unless the caller seeded one (`endpoint`, `token`, `token_expiry_unix_secs`, as hf_xet
+takes them), and the bridge then moves whole blobs over HTTP to the emulator's CAS listener
 (`PUT`/`GET /xet/{hash}`), so a CAS refusal, reset or hang is a real network failure. It
 fails the way hf_xet does: errors surface as `RuntimeError`, after one attempt bounded by
 `timeout_s`.
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import httpx2
 
@@ -54,8 +55,20 @@ class _Transfer(ABC):
         self._session = session
         self._refresh_url = refresh_url
         self._headers = headers
+        self._seed: tuple[str, str] | None = None
+
+    def seeded(self, options: dict[str, Any]) -> Self:
+        """Use the (CAS endpoint, token) a caller seeded, as hf_xet takes them: all three
+        of `endpoint`, `token` and `token_expiry_unix_secs`, or no seed."""
+        endpoint, token = options.get("endpoint"), options.get("token")
+        if endpoint and token and options.get("token_expiry_unix_secs") is not None:
+            self._seed = (str(endpoint), str(token))
+        return self
 
     def _cas(self) -> tuple[str, dict[str, str]]:
+        if self._seed is not None:  # hf_xet asks the refresh URL only without a seed
+            endpoint, token = self._seed
+            return endpoint, {"Authorization": f"Bearer {token}"}
         response = self._session.request("GET", self._refresh_url, headers=self._headers)
         body = response.json()
         return str(body["casUrl"]), {"Authorization": f"Bearer {body['accessToken']}"}
@@ -132,14 +145,14 @@ class BridgeSession:
         return response
 
     def new_upload_commit(
-        self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **_: Any
+        self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **seed: Any
     ) -> _UploadCommit:
-        return _UploadCommit(self, token_refresh_url, token_refresh_headers)
+        return _UploadCommit(self, token_refresh_url, token_refresh_headers).seeded(seed)
 
     def new_file_download_group(
-        self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **_: Any
+        self, *, token_refresh_url: str, token_refresh_headers: dict[str, str], **seed: Any
     ) -> _DownloadGroup:
-        return _DownloadGroup(self, token_refresh_url, token_refresh_headers)
+        return _DownloadGroup(self, token_refresh_url, token_refresh_headers).seeded(seed)
 
     def sigint_abort(self) -> None:
         """Nothing runs in the background to abort."""

@@ -314,7 +314,6 @@ def publish(
     except BaseException:
         journal.roll_back(hub, entry)
         raise
-    hub.audit.append(audit_row)
     # The waiters are woken (latched: the reach is decided) here, their doorbells rung once
     # the answer is recorded: the poster's answer goes out before the woken waiters' pages.
     with hub.wakes_held():
@@ -329,5 +328,5 @@ def publish(
         if forecast is not None:
             # Before `complete`, so an Idempotency-Key replay answers with it too.
             answer["reach"] = forecast.as_dict()
-        journal.complete(hub, entry)
+        journal.complete(hub, entry, audit=True)
     return answer

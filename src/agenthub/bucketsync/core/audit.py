@@ -6,8 +6,8 @@ keeps `audit/{YYYYMM}.jsonl`; a bucket without append (HF) gets one part file pe
 either layout (and the single month file earlier versions rewrote on HF).
 
 A row may carry a `write_id` (the journal of a board post names its row), so a recovery
-can tell whether the row already landed. Appends are serialized in-process under one lock;
-a failure never fails the user's request but is logged and counted (`failures`).
+can tell whether the row already landed. In-place appends are serialized in-process under
+one lock (part files need no order: concurrent rows share a batch); a failure never fails the user's request but is logged and counted (`failures`).
 """
 
 from __future__ import annotations
@@ -86,23 +86,45 @@ class AuditLog:
 
     def append(self, row: dict[str, Any]) -> bool:
         """Append a built row; returns False (and counts the loss) if the write failed."""
-        line = (json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        try:
+            part = self.part(row)
+            if part is None:  # a store that appends in place: one append at a time
+                month = str(row["ts"])[:7].replace("-", "")
+                assert isinstance(self._store, AppendableStore)
+                with self._lock:
+                    self._store.append(self._bucket, f"audit/{month}.jsonl", self._line(row))
+            else:  # a part file of its own: concurrent rows share a batch (group commit)
+                self._store.write_batch(self._bucket, Batch(adds=[part]))
+        except Exception as exc:  # an audit failure must never fail the request
+            self.lost(row, exc)
+            return False
+        self.landed()
+        return True
+
+    @staticmethod
+    def _line(row: dict[str, Any]) -> bytes:
+        return (json.dumps(row, separators=(",", ":"), sort_keys=False) + "\n").encode()
+
+    def part(self, row: dict[str, Any]) -> tuple[str, bytes] | None:
+        """The part file holding `row`, for a caller that writes it in its own batch (the
+        board journal's last batch), or None on a store that appends in place (`append`)."""
+        if isinstance(self._store, AppendableStore):
+            return None
         month = str(row["ts"])[:7].replace("-", "")
+        write_id = str(row.get("write_id") or self.new_write_id())
+        return f"audit/{month}/{write_id}.jsonl", self._line(row)
+
+    def landed(self) -> None:
+        """A row landed (counted in `written`)."""
         with self._lock:
-            try:
-                if isinstance(self._store, AppendableStore):
-                    self._store.append(self._bucket, f"audit/{month}.jsonl", line)
-                else:
-                    write_id = str(row.get("write_id") or self.new_write_id())
-                    part = f"audit/{month}/{write_id}.jsonl"
-                    self._store.write_batch(self._bucket, Batch(adds=[(part, line)]))
-            except Exception as exc:  # an audit failure must never fail the request
-                self.failures += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.error("audit row lost (%s): %s", self.last_error, line.decode().strip())
-                return False
             self.written += 1
-            return True
+
+    def lost(self, row: dict[str, Any], exc: BaseException) -> None:
+        """A row did not land: counted and logged, never failing the request."""
+        with self._lock:
+            self.failures += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+        log.error("audit row lost (%s): %s", self.last_error, self._line(row).decode().strip())
 
     def rows(self, month: str) -> list[dict[str, Any]]:
         """Every row of `month` (YYYYMM), in write order, whichever layout holds it."""

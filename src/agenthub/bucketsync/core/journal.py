@@ -18,8 +18,10 @@ derivation was the alternative; it would split each post into two HF round trips
     idempotency/{id}.json     the answer to an Idempotency-Key (core.idempotency)
     dedup/{sha256}.json       the filename a promoted source became (survives restarts)
 
-All three live in the private AUDIT_BUCKET. The last step of a post writes the answer and
-the dedup record and deletes the entry in one batch.
+All three live in the private AUDIT_BUCKET. The last step of a post writes the audit row
+(as its own part file, on a store without append), the answer and the dedup record and
+deletes the entry in one batch: a post is three batches, and the hf store's group commit
+(`storage.groupcommit`) lets concurrent posts share each of them.
 
 A promoted result (`core.sources.promote_stamped`) is journaled the same way: its record
 is the "board file", its pin the derived file, its answer the 201 body. (Its after-steps,
@@ -145,9 +147,14 @@ def roll_back(hub: Hub, entry: Entry) -> None:
         log.error("post %s not rolled back yet (%s); the next start will", entry.write_id, exc)
 
 
-def complete(hub: Hub, entry: Entry) -> None:
-    """Record the answer and the dedup filename, and close the entry."""
-    adds = []
+def complete(hub: Hub, entry: Entry, *, audit: bool = False) -> None:
+    """Record the answer and the dedup filename, and close the entry; with `audit`, also
+    the post's audit row: in the same batch where the store has no append (HF: one Hub
+    request for all the bookkeeping), appended first where it has."""
+    part = hub.audit.part(entry.audit_row) if audit else None
+    if audit and part is None:
+        hub.audit.append(entry.audit_row)
+    adds = [part] if part is not None else []
     now = hub.clock.now().timestamp()
     if entry.attempt is not None:
         answer = Answer(201, entry.answer)
@@ -165,10 +172,14 @@ def complete(hub: Hub, entry: Entry) -> None:
         hub.store.write_batch(hub.settings.audit_bucket, batch)
     except StorageUnavailable as exc:
         # The post stands; the journal entry (if any) lets the next start finish this.
+        if part is not None:
+            hub.audit.lost(entry.audit_row, exc)
         hub.audit.failures += 1
         hub.audit.last_error = f"journal: {exc.message}"
         log.error("post %s answer not recorded: %s", entry.write_id, exc.message)
         return
+    if part is not None:
+        hub.audit.landed()
     if entry.attempt is not None:
         entry.attempt.recorded = True
 

@@ -6,6 +6,14 @@ results are filtered to whole path components here; `BucketNotFoundError` only c
 `/api/buckets/` 404s. Every call runs through `HubCalls` (a deadline, no sleeping inside
 huggingface_hub, every vendor failure a retryable `StorageUnavailable`), never a 500 and
 never a false "not found".
+
+Hub API budget (issue 29): a single-file `read` is one `GET /buckets/{id}/resolve/{path}`,
+which the Hub counts as a Resolver request (its own, larger limit: 20,000 per 5 minutes
+for a Team org against 3,000 API requests), not the paths-info + Xet read token + CAS
+download of `download_bucket_files`; Xet tokens are reused until they expire
+(`xettokens`); `read_many` asks paths-info once for all its paths; concurrent batch
+writes to one bucket share one batch request (`groupcommit`, lingering `group_linger_s`
+while the bucket is busy).
 """
 
 from __future__ import annotations
@@ -16,14 +24,19 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
-from huggingface_hub import HfApi
-from huggingface_hub.errors import BucketBatchError, BucketNotFoundError, EntryNotFoundError
+from huggingface_hub import HfApi, get_session
+from huggingface_hub.errors import BucketBatchError, BucketNotFoundError
+from huggingface_hub.utils._headers import build_hf_headers
+from huggingface_hub.utils._http import hf_raise_for_status
 
 from agenthub.bucketsync.errors import PartialWrite, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch, BucketInfo, FileEntry
 from agenthub.bucketsync.storage.governor import HubGovernor
+from agenthub.bucketsync.storage.groupcommit import GroupCommit
 from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls, bound_xet_session
+from agenthub.bucketsync.storage.xettokens import seed_xet_tokens
 
 T = TypeVar("T")
 
@@ -37,6 +50,7 @@ class HfBucketStore:
         token: str | None,
         endpoint: str | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
+        group_linger_s: float = 0.0,
         api: Any = None,
         governor: HubGovernor | None = None,
     ) -> None:
@@ -45,10 +59,13 @@ class HfBucketStore:
         self._api = api if api is not None else HfApi(endpoint=endpoint, token=token)
         self._calls = HubCalls(deadline_s=deadline_s, governor=governor)
         bound_xet_session(deadline_s)
+        seed_xet_tokens()
+        self.group = GroupCommit(self._send_batch, linger_s=group_linger_s)
 
-    def _call(self, what: str, fn: Callable[[], T], *, write: bool = False, xet: bool = False) -> T:
-        # xet: the call moves content, and hf_xet asks the Hub for a Xet token itself.
-        return self._calls.run(what, fn, write=write, unseen=1 if xet else 0)
+    def _call(self, what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+        # No request goes unseen by the governor: Xet tokens are fetched through
+        # huggingface_hub's client (xettokens) and seeded, so hf_xet asks for none itself.
+        return self._calls.run(what, fn, write=write)
 
     def info(self, bucket: str) -> BucketInfo | None:
         def get() -> BucketInfo | None:
@@ -112,21 +129,17 @@ class HfBucketStore:
         return self._call(f"list_bucket_tree({bucket}, {folder!r})", walk)
 
     def read(self, bucket: str, path: str) -> bytes | None:
-        def fetch() -> bytes | None:
-            with tempfile.TemporaryDirectory(prefix="bucketsync-") as tmp:
-                target = Path(tmp) / "file"
-                try:
-                    self._api.download_bucket_files(
-                        bucket,
-                        [(path, str(target))],
-                        raise_on_missing_files=True,
-                        token=self._token,
-                    )
-                except (BucketNotFoundError, EntryNotFoundError):
-                    return None
-                return target.read_bytes() if target.exists() else None
+        url = f"{self._api.endpoint}/buckets/{bucket}/resolve/{quote(path, safe='/')}"
 
-        return self._call(f"download {bucket}/{path}", fetch, xet=True)
+        def fetch() -> bytes | None:
+            headers = build_hf_headers(token=self._token)
+            response = get_session().get(url, headers=headers, follow_redirects=True)
+            if response.status_code == 404:  # the file, or its bucket, is not there
+                return None
+            hf_raise_for_status(response)
+            return response.content
+
+        return self._call(f"download {bucket}/{path}", fetch)
 
     def read_many(self, bucket: str, paths: Sequence[str]) -> dict[str, bytes]:
         if not paths:
@@ -151,11 +164,13 @@ class HfBucketStore:
                 )
                 return {path: target.read_bytes() for path, target in targets.items()}
 
-        return self._call(f"download {len(paths)} files from {bucket}", fetch, xet=True)
+        return self._call(f"download {len(paths)} files from {bucket}", fetch)
 
     def write_batch(self, bucket: str, batch: Batch) -> None:
-        if not len(batch):
-            return
+        if len(batch):
+            self.group.write(bucket, batch)
+
+    def _send_batch(self, bucket: str, batch: Batch) -> None:
         what = f"batch write to {bucket}"
 
         def send() -> None:
@@ -177,4 +192,4 @@ class HfBucketStore:
                     hint="retry; writes are idempotent by path",
                 ) from exc
 
-        self._call(what, send, write=True, xet=bool(batch.adds))
+        self._call(what, send, write=True)
