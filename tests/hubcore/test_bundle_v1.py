@@ -114,6 +114,21 @@ def test_a_v1_object_with_rows_out_of_key_order_is_read_whole_and_imports(
         assert receiver_hashes(session)["content_hash"] == b["content_hash"]
 
 
+@pytest.mark.parametrize("shuffle", [False, True], ids=["in-order", "read-whole"])
+def test_import_progress_adds_up_to_the_files_size(
+    hubcore_db: Database, tmp_path: Path, shuffle: bool
+) -> None:
+    """The CLI's bar has the file's size as its total; a file read whole after a streamed
+    attempt is not counted twice."""
+    b = inbox_bundle()
+    path = tmp_path / "b.json"
+    rows = list(reversed(b["messages"])) if shuffle else b["messages"]
+    path.write_bytes(orjson.dumps({**b, "messages": rows}))
+    seen: list[int] = []
+    import_file(hubcore_db, path, expected_hash=b["content_hash"], apply=True, progress=seen.append)
+    assert sum(seen) == path.stat().st_size
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_rule_refuses_a_streamed_v1_bundle_with_the_whole_readers_code(
     hubcore_db: Database, tmp_path: Path, case: str
