@@ -184,17 +184,20 @@ class BundleWriter:
         else:
             prefix, suffix = b'{"part":' + orjson.dumps(part) + b',"row":', b"}\n"
         count, last = 0, ""
+        # v1 rows are separated by ",", which the part's hash also has between rows: one
+        # write and one hash update per row, not two (each was a call per row).
+        separator = b"," if v1 else b""
         for row in rows:
             this = key(row)
             if count and this <= last:
                 raise ValueError(f"{part} rows out of key order at {this!r:.80}")
             text = canonical_bytes(row)
             if count:
-                digest.update(b",")
-                if v1:
-                    self._write(b",")
-            digest.update(text)
-            self._write(prefix + text + suffix)
+                digest.update(b"," + text)
+                self._write(separator + prefix + text + suffix)
+            else:
+                digest.update(text)
+                self._write(prefix + text + suffix)
             count, last = count + 1, this
             if part == "messages":
                 _count_into(self._breakdown, row)
