@@ -114,6 +114,21 @@ def test_a_v1_object_with_rows_out_of_key_order_is_read_whole_and_imports(
         assert receiver_hashes(session)["content_hash"] == b["content_hash"]
 
 
+@pytest.mark.parametrize("shuffle", [False, True], ids=["in-order", "read-whole"])
+def test_import_progress_adds_up_to_the_files_size(
+    hubcore_db: Database, tmp_path: Path, shuffle: bool
+) -> None:
+    """The CLI's bar has the file's size as its total; a file read whole after a streamed
+    attempt is not counted twice."""
+    b = inbox_bundle()
+    path = tmp_path / "b.json"
+    rows = list(reversed(b["messages"])) if shuffle else b["messages"]
+    path.write_bytes(orjson.dumps({**b, "messages": rows}))
+    seen: list[int] = []
+    import_file(hubcore_db, path, expected_hash=b["content_hash"], apply=True, progress=seen.append)
+    assert sum(seen) == path.stat().st_size
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_rule_refuses_a_streamed_v1_bundle_with_the_whole_readers_code(
     hubcore_db: Database, tmp_path: Path, case: str
@@ -186,6 +201,51 @@ def test_a_bundle_of_another_schema_is_refused_and_says_which_it_reads(
     path.write_bytes(path.read_bytes().replace(SCHEMA.encode(), b"hub-core.other.v1", 1))
     error = refused(hubcore_db, path, b["content_hash"])
     assert error.code == "unsupported_schema" and "v1 and v2" in (error.hint or "")
+
+
+# -- thread rules, in SQL over the loaded rows ------------------------------------------------
+
+
+def _thread_bundle_file(path: Path, links: dict[int, int]) -> dict[str, Any]:
+    """Messages 1-6, message n replying to `links[n]`, written as capture writes them."""
+    b = bundle([message(n, thread_id=uid(links[n]) if n in links else None) for n in range(1, 7)])
+    path.write_bytes(orjson.dumps(b))
+    return b
+
+
+def test_a_reply_to_a_reply_is_a_rooted_thread_and_imports(
+    hubcore_db: Database, tmp_path: Path
+) -> None:
+    """Threads State Hub writes name their root; a deeper chain still leads to one, so the
+    walk from the roots, skipped for flat threads, runs and finds every message."""
+    b = _thread_bundle_file(tmp_path / "b.json", {2: 1, 3: 2, 4: 3, 6: 5})
+    result = import_file(
+        hubcore_db, tmp_path / "b.json", expected_hash=b["content_hash"], apply=True
+    )
+    assert (result.outcome, result.messages) == ("imported", 6)
+
+
+@pytest.mark.parametrize(
+    ("links", "unrooted"),
+    [
+        ({2: 3, 3: 2}, {2, 3}),  # a loop of two: each names a message that has a thread_id
+        ({2: 1, 3: 4, 4: 5, 5: 3, 6: 5}, {3, 4, 5, 6}),  # a loop, and a reply leading into it
+        ({6: 6}, {6}),  # a message naming itself
+    ],
+)
+def test_a_thread_loop_is_refused_naming_every_unrooted_message(
+    hubcore_db: Database, tmp_path: Path, links: dict[int, int], unrooted: set[int]
+) -> None:
+    b = _thread_bundle_file(tmp_path / "b.json", links)
+    error = refused(hubcore_db, tmp_path / "b.json", b["content_hash"])
+    assert error.code == "thread_cycles"
+    assert set(error.rows) == {uid(n) for n in unrooted}
+
+
+def test_replies_to_an_absent_root_are_each_named(hubcore_db: Database, tmp_path: Path) -> None:
+    b = _thread_bundle_file(tmp_path / "b.json", {2: 1, 3: 9, 4: 9, 5: 8})
+    error = refused(hubcore_db, tmp_path / "b.json", b["content_hash"])
+    assert (error.code, error.rows) == ("missing_thread_roots", [uid(3), uid(4), uid(5)])
 
 
 # -- memory ---------------------------------------------------------------------------------

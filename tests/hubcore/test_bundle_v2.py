@@ -99,7 +99,9 @@ def test_tombstones_and_many_batches_stream_in(hubcore_db: Database, tmp_path: P
     result = import_file(
         hubcore_db, path, expected_hash=b["content_hash"], apply=True, progress=seen.append
     )
-    assert result.outcome == "imported" and sum(seen) == 12_003
+    # Progress counts the file's bytes as they are read (the CLI's bar has its size as total).
+    assert result.outcome == "imported" and sum(seen) == path.stat().st_size
+    assert len(seen) > 2
     with hubcore_db.read_only() as session:
         assert receiver_hashes(session)["tombstones_hash"] == b["tombstones_hash"]
         assert list(repo.stored_tombstones(session)) == [tomb]

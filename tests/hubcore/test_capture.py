@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -456,3 +459,43 @@ def test_capture_to_a_v1_file_holds_a_batch_not_the_inbox(
     assert whole > 2 * size_mb
     # A fetch batch (FETCH_BATCH rows, a sixth of this inbox) is what the capture holds.
     assert streamed < 0.6 * size_mb and streamed < whole / 4, (streamed, size_mb, whole)
+
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`agenthub …` in its own process, its stdout and stderr apart."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "120", **env}
+    return subprocess.run(
+        [sys.executable, "-m", "agenthub.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_capture_and_import_show_progress_with_totals_on_stderr(
+    statehub_url: str, source: dict[str, str], hubcore_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "inbox.json"
+    args = ["hubcore", "capture", "--source-db", statehub_url, "--out", str(out)]
+    captured = _cli([*args, "--captured-by", "tests"], {})
+    assert captured.returncode == 0, captured.stderr
+    b = read_bundle(out)
+    rows = b["count"] + b["receipts_count"] + b["tombstones_count"]
+    # The total is State Hub's row count, known before the first row is read.
+    assert "capturing rows" in captured.stderr and f" {rows}/{rows} " in captured.stderr
+    assert "━" not in captured.stdout and "capturing" not in captured.stdout
+    imported = _cli(
+        ["hubcore", "import", str(out), "--expected-hash", b["content_hash"], "--apply"],
+        {"HUBCORE_DATABASE_URL": hubcore_url},
+    )
+    assert imported.returncode == 0, imported.stderr
+    size = out.stat().st_size
+    assert 1_000 < size < 1_000_000  # shown in kB, as rich's DownloadColumn picks
+    assert "importing" in imported.stderr
+    assert f" {size / 1000:,.1f}/{size / 1000:,.1f} kB " in imported.stderr
+    assert "━" not in imported.stdout and imported.stdout.startswith("imported")

@@ -19,9 +19,16 @@ def _driver(session: Session) -> Any:
 
 
 def load(
-    session: Session, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    session: Session,
+    table: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    placeholders: Sequence[str] | None = None,
 ) -> None:
-    """Append `rows` (tuples in `columns` order) to `table`."""
+    """Append `rows` (tuples in `columns` order) to `table`. On SQLite `placeholders`
+    (SQL binding `?1`, `?2`, … in `columns` order) may convert the values as they are
+    inserted; COPY stores them as given."""
     names = ", ".join(columns)
     driver = _driver(session)
     if session.get_bind().dialect.name == "postgresql":
@@ -29,5 +36,5 @@ def load(
             for row in rows:
                 copy.write_row(row)
     else:
-        marks = ", ".join("?" * len(columns))
+        marks = ", ".join(placeholders or "?" * len(columns))
         driver.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)

@@ -279,15 +279,12 @@ def _stream(
     v1: bool,
     expected_hash: str,
     empty: bool,
-    progress: Callable[[int], None] | None,
 ) -> StreamedBundle:
     """Check every row of a bundle file as it is read (`items`: its rows, then its
     trailer, or a v1 object's head); into an empty receiver load it, over a filled one
     compare it. Raises `SnapshotRejected`; the caller rolls back."""
     rules = RowStream()
-    sink: ProjectionLoader | _Comparer = (
-        ProjectionLoader(session, progress) if empty else _Comparer(session)
-    )
+    sink: ProjectionLoader | _Comparer = ProjectionLoader(session) if empty else _Comparer(session)
     with indexes_built_after(session) if empty else nullcontext():
         for part, raw in items:
             if part == bundlefile.TRAILER:
@@ -329,22 +326,30 @@ def import_file(
     rule passed (validation writes too, then rolls back: it needs the rows somewhere);
     over a filled receiver it is compared row by row and writes nothing. A filled
     receiver holding exactly the bundle passed those rules when it was imported, so they
-    are not run again.
+    are not run again. `progress` is told the bytes of the file read (they add up to
+    its size once the file is read).
 
     A v1 object whose rows are not in key order (JSON does not order them, and the seed's
     hash sorts them; every capture writes them in order) cannot be checked as it is
     read: that attempt is rolled back and the file is read whole (`import_into`)."""
+    read = 0
+
+    def counted(size: int) -> None:
+        nonlocal read
+        read += size
+        if progress is not None:
+            progress(size)
+
     if bundlefile.is_v2(path):
-        return _import_streamed(
-            db, bundlefile.read_lines(path), False, expected_hash, apply, clock, progress
-        )
+        lines = bundlefile.read_lines(path, counted)
+        return _import_streamed(db, lines, False, expected_hash, apply, clock)
     try:
-        return _import_streamed(db, read_object(path), True, expected_hash, apply, clock, progress)
+        return _import_streamed(db, read_object(path, counted), True, expected_hash, apply, clock)
     except RowsOutOfOrder:
         bundle = bundlefile.read_bundle(path)
-        return import_into(
-            db, bundle, expected_hash=expected_hash, apply=apply, clock=clock, progress=progress
-        )
+        if progress is not None:
+            progress(max(path.stat().st_size - read, 0))
+        return import_into(db, bundle, expected_hash=expected_hash, apply=apply, clock=clock)
 
 
 def _import_streamed(
@@ -354,16 +359,13 @@ def _import_streamed(
     expected_hash: str,
     apply: bool,
     clock: Clock | None,
-    progress: Callable[[int], None] | None,
 ) -> ImportResult:
     unit = db.write() if apply else db.scratch()
     with unit as session:
         if apply:
             repo.lock_projection(session)
         empty = not any(repo.row_counts(session).values())
-        streamed = _stream(
-            session, items, v1=v1, expected_hash=expected_hash, empty=empty, progress=progress
-        )
+        streamed = _stream(session, items, v1=v1, expected_hash=expected_hash, empty=empty)
         outcome: Outcome = "unchanged" if not empty else "imported" if apply else "valid"
         if outcome == "imported":
             repo.insert_cursor(session, _cursor(streamed.source, streamed.content_hash, clock))

@@ -15,7 +15,7 @@ that is not an object is `malformed_bundle` as the whole-file reader says it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,14 +125,32 @@ def _walk(events: Events) -> Iterator[tuple[str, Any]]:
     yield TRAILER, head
 
 
-def read_object(path: Path) -> Iterator[tuple[str, Any]]:
-    """A v1 bundle as it is parsed: (part, raw row) for each row, then (TRAILER, head)."""
+class _Counted:
+    """A file's `read`, telling `progress` the size of each chunk ijson takes."""
+
+    def __init__(self, read: Callable[[int], bytes], progress: Callable[[int], None]) -> None:
+        self._read = read
+        self._progress = progress
+
+    def read(self, size: int) -> bytes:
+        data = self._read(size)
+        self._progress(len(data))
+        return data
+
+
+def read_object(
+    path: Path, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[str, Any]]:
+    """A v1 bundle as it is parsed: (part, raw row) for each row, then (TRAILER, head);
+    `progress` is told how many bytes each read took (a progress bar's total is the
+    file's size)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         raise not_found(path) from None
     with handle:
-        events = iter(_IJSON.basic_parse(handle, buf_size=READ_BUFFER, use_float=True))
+        source: Any = handle if progress is None else _Counted(handle.read, progress)
+        events = iter(_IJSON.basic_parse(source, buf_size=READ_BUFFER, use_float=True))
         try:
             yield from _walk(events)
         except ijson.IncompleteJSONError as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -49,6 +49,7 @@ Layout = Literal["json", "jsonl"]
 LAYOUTS: tuple[Layout, ...] = ("json", "jsonl")
 TRAILER = "trailer"
 HEADER_MAX = 4096
+PROGRESS_LINES = 5_000
 V2_HEADER = orjson.dumps({"schema": SCHEMA_V2}) + b"\n"
 TRAILER_KEYS = tuple(field for count, digest, _ in PARTS.values() for field in (count, digest))
 
@@ -183,17 +184,20 @@ class BundleWriter:
         else:
             prefix, suffix = b'{"part":' + orjson.dumps(part) + b',"row":', b"}\n"
         count, last = 0, ""
+        # v1 rows are separated by ",", which the part's hash also has between rows: one
+        # write and one hash update per row, not two (each was a call per row).
+        separator = b"," if v1 else b""
         for row in rows:
             this = key(row)
             if count and this <= last:
                 raise ValueError(f"{part} rows out of key order at {this!r:.80}")
             text = canonical_bytes(row)
             if count:
-                digest.update(b",")
-                if v1:
-                    self._write(b",")
-            digest.update(text)
-            self._write(prefix + text + suffix)
+                digest.update(b"," + text)
+                self._write(separator + prefix + text + suffix)
+            else:
+                digest.update(text)
+                self._write(prefix + text + suffix)
             count, last = count + 1, this
             if part == "messages":
                 _count_into(self._breakdown, row)
@@ -275,11 +279,14 @@ def is_v2(path: Path) -> bool:
     return isinstance(head, dict) and set(head) == {"schema"}
 
 
-def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
+def read_lines(
+    path: Path, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[str, Any]]:
     """A v2 bundle line by line: (part, raw row) for each row, then ("trailer", the
-    trailer object) last. Another schema is `unsupported_schema`; a line that is not
-    JSON, a row line without its part and row, a missing trailer (a truncated file) or
-    anything after it is `malformed_bundle`."""
+    trailer object) last; `progress` is told the bytes read, every PROGRESS_LINES lines
+    and at the end. Another schema is `unsupported_schema`; a line that is not JSON, a
+    row line without its part and row, a missing trailer (a truncated file) or anything
+    after it is `malformed_bundle`."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -297,7 +304,12 @@ def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
                 hint="this importer reads v1 and v2 snapshot bundles",
             )
         trailer: Any = None
+        unreported = len(header)
         for number, line in enumerate(handle, start=2):
+            unreported += len(line)
+            if progress is not None and not number % PROGRESS_LINES:
+                progress(unreported)
+                unreported = 0
             if trailer is not None:
                 raise not_json(path, f"line {number} follows the trailer")
             try:
@@ -314,6 +326,8 @@ def read_lines(path: Path) -> Iterator[tuple[str, Any]]:
                 yield item["part"], item["row"]
         if trailer is None:
             raise not_json(path, "it ends before its trailer line: truncated")
+        if progress is not None:
+            progress(unreported)
         yield TRAILER, trailer
 
 

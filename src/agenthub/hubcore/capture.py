@@ -185,8 +185,16 @@ class _View:
         tombstones: Iterator[Row] = iter(())
         if "message_tombstones" in self.tables:
             sql = _select(self.conn, "message_tombstones", TOMBSTONE_ROW_FIELDS, True, "message_id")
-            tombstones = _rows(self.conn, sql, normalize_tombstone, None)
+            tombstones = _rows(self.conn, sql, normalize_tombstone, self.progress)
         yield "tombstones", tombstones
+
+    def total(self) -> int:
+        """How many rows `parts` yields (read in the same consistent view)."""
+        tables = ["agent_messages", "message_receipts"]
+        if "message_tombstones" in self.tables:
+            tables.append("message_tombstones")
+        counts = " + ".join(f"(SELECT count(*) FROM {table})" for table in tables)
+        return int(self.conn.execute(text(f"SELECT {counts}")).scalar_one())
 
     def source(self, captured_by: str, high_water: int) -> dict[str, Any]:
         return {
@@ -280,17 +288,21 @@ def capture_database_to_file(
     source_instance: str | None = None,
     progress: Progress | None = None,
     layout: Layout = "json",
+    expect: Progress | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """`capture_from_database` written straight to the bundle file `out` as the rows are
     read (memory does not grow with the inbox), v1 unless `layout="jsonl"`; the bundle
     without its rows, and the evidence path. Nothing is left at `out` unless the whole
-    capture succeeded."""
+    capture succeeded. `expect` is told how many rows the view holds before they are
+    read (the total of the rows `progress` is told of)."""
     with (
         _database_view(
             url, clock=clock, source_instance=source_instance, progress=progress
         ) as view,
         BundleWriter(out, layout) as writer,
     ):
+        if expect is not None:
+            expect(view.total())
         for part, part_rows in view.parts():
             writer.part(part, part_rows)
         source = view.source(captured_by, writer.high_water(CAPTURE_WIDE_REVISION))

@@ -8,11 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from agenthub.clierrors import CliError, Commands
@@ -31,17 +39,33 @@ app = typer.Typer(
 console = Console(stderr=True)
 
 
+class _Bar:
+    """One task of a rich progress bar on stderr: `advance(n)` as work is done, `expect(n)`
+    once the total is known (until then the bar shows no total)."""
+
+    def __init__(self, bar: Progress, task: TaskID) -> None:
+        self._bar = bar
+        self._task = task
+
+    def advance(self, done: int) -> None:
+        self._bar.advance(self._task, done)
+
+    def expect(self, total: int) -> None:
+        self._bar.update(self._task, total=total)
+
+
 @contextmanager
-def _progress(description: str, total: int | None) -> Iterator[Any]:
+def _progress(
+    description: str, total: int | None, *, unit: ProgressColumn | None = None
+) -> Iterator[_Bar]:
     columns = [
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        unit or MofNCompleteColumn(),
         TimeElapsedColumn(),
     ]
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+        yield _Bar(bar, bar.add_task(description, total=total))
 
 
 class BundleFormat(StrEnum):
@@ -88,7 +112,7 @@ def capture(
     who = captured_by or f"{getpass.getuser()}@{socket.gethostname()}"
     clock = SystemClock()
     if source_db is not None:
-        with _progress("capturing rows", None) as advance:
+        with _progress("capturing rows", None) as bar:
             # Written to the file as it is read: memory does not grow with the inbox.
             bundle, evidence = capture_database_to_file(
                 source_db,
@@ -96,19 +120,21 @@ def capture(
                 clock=clock,
                 captured_by=who,
                 source_instance=source_instance,
-                progress=advance,
+                progress=bar.advance,
                 layout=bundle_format.value,
+                expect=bar.expect,
             )
     else:
         assert from_statehub is not None
-        with _progress("fetching the feed snapshot", None) as advance:
+        # State Hub's feed snapshot says how many rows it holds only on its last page.
+        with _progress("fetching the feed snapshot", None) as bar:
             bundle, evidence = capture_statehub_to_file(
                 from_statehub,
                 out,
                 clock=clock,
                 captured_by=who,
                 page_size=page_size,
-                progress=advance,
+                progress=bar.advance,
                 layout=bundle_format.value,
             )
     typer.echo(f"bundle      {out} (mode 0600, {bundle['schema']})")
@@ -142,9 +168,11 @@ def import_(
         migrations.upgrade(engine)
         db = Database(engine)
         # Either layout is streamed: memory does not grow with the bundle.
-        with _progress("importing rows" if apply else "validating", None) as advance:
+        size = bundle_file.stat().st_size if bundle_file.is_file() else None
+        # The bar counts the bundle's bytes as they are read: its total is known up front.
+        with _progress("importing" if apply else "validating", size, unit=DownloadColumn()) as bar:
             result = import_file(
-                db, bundle_file, expected_hash=expected_hash, apply=apply, progress=advance
+                db, bundle_file, expected_hash=expected_hash, apply=apply, progress=bar.advance
             )
     finally:
         engine.dispose()

@@ -170,14 +170,22 @@ def stored_tombstones(session: Session) -> Iterator[Row]:
         }
 
 
+def _absent_targets(field: str) -> Select[tuple[Any]]:
+    """The distinct values of `field` (thread_id, supersedes_id) that name no held message:
+    read from `field`'s index and looked up by id, one probe per target, instead of a
+    probe per message (the join over every message was most of a large import's rules)."""
+    column = getattr(ProjectedMessage, field)
+    named = select(column.label("target")).where(column.is_not(None)).distinct().subquery()
+    held = aliased(ProjectedMessage)
+    return select(named.c.target).where(~exists().where(held.id == named.c.target))
+
+
 def dangling_links(session: Session, field: str) -> list[str]:
     """Ids of messages whose `field` (thread_id, supersedes_id) names no held message."""
-    target = aliased(ProjectedMessage)
     column = getattr(ProjectedMessage, field)
     stmt = (
         select(ProjectedMessage.id)
-        .outerjoin(target, target.id == column)
-        .where(column.is_not(None), target.id.is_(None))
+        .where(column.in_(_absent_targets(field)))
         .order_by(ProjectedMessage.id)
     )
     return [canonical_uuid(i) for i in session.scalars(stmt)]
@@ -185,7 +193,27 @@ def dangling_links(session: Session, field: str) -> list[str]:
 
 def unrooted_messages(session: Session) -> list[str]:
     """Ids of messages no thread_id chain from a root (no thread_id) reaches: with every
-    thread_id naming a held message, those on or leading into a loop."""
+    thread_id naming a held message, those on or leading into a loop.
+
+    A loop, or a chain leading nowhere, needs a thread_id naming a message that is absent
+    or has a thread_id itself; when none does (every reply names a root, as State Hub
+    writes threads) no message is unrooted, and the walk from the roots (a recursive
+    CTE over every message: most of a large import's rules) is not run."""
+    targets = (
+        select(ProjectedMessage.thread_id.label("target"))
+        .where(ProjectedMessage.thread_id.is_not(None))
+        .distinct()
+        .subquery()
+    )
+    held = aliased(ProjectedMessage)
+    not_flat = (
+        select(targets.c.target)
+        .outerjoin(held, held.id == targets.c.target)
+        .where(or_(held.id.is_(None), held.thread_id.is_not(None)))
+        .limit(1)
+    )
+    if session.scalar(not_flat) is None:
+        return []
     reach = (
         select(ProjectedMessage.id)
         .where(ProjectedMessage.thread_id.is_(None))

@@ -123,9 +123,7 @@ class RowStream:
             if key not in state.repeated:
                 state.repeated.append(key)
         text = canonical_bytes(row)
-        if state.count:
-            state.sha.update(b",")
-        state.sha.update(text)
+        state.sha.update(b"," + text if state.count else text)
         state.count += 1
         state.last = key
         return row

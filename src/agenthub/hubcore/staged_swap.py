@@ -78,10 +78,11 @@ SWAP_TARGETS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
 }
 
 
-def _sqlite_value(field: str, kind: str) -> str:
-    """The stored form SQLAlchemy writes on SQLite, from canonical text: 32 hex digits
-    for a UUID, "YYYY-MM-DD HH:MM:SS.ffffff" (naive UTC) for a timestamp."""
-    value = f"json_extract(state, '$.{field}')"
+def _sqlite_value(value: str, kind: str) -> str:
+    """SQL for the stored form SQLAlchemy writes on SQLite of `value` (SQL giving
+    canonical text or NULL): 32 hex digits for a UUID, "YYYY-MM-DD HH:MM:SS.ffffff"
+    (naive UTC) for a timestamp. Used by the swap on a staged row's JSON and by a bulk
+    load on its bound values (SQLite converts in C what Python did value by value)."""
     if kind == UUID:
         return f"replace({value}, '-', '')"
     if kind == TIME:  # canonical "YYYY-MM-DDTHH:MM:SS.ffffffZ"; NULL stays NULL
@@ -102,7 +103,9 @@ def swap_sql(dialect: str, part: str) -> str:
             f"FROM staged_snapshot_rows s, json_to_record(s.state::json) AS r({record}) "
             f"WHERE s.{where.replace(' AND part', ' AND s.part')}"
         )
-    values = ", ".join(_sqlite_value(field, kind) for _, field, kind in columns)
+    values = ", ".join(
+        _sqlite_value(f"json_extract(state, '$.{field}')", kind) for _, field, kind in columns
+    )
     return f"INSERT INTO {table} ({names}) SELECT {values} FROM staged_snapshot_rows WHERE {where}"
 
 
@@ -145,42 +148,21 @@ def swap_in(session: Session, snapshot_id: str, part: str) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _sqlite_stored(kind: str) -> Callable[[str], str] | None:
-    """`_sqlite_value`'s conversion in Python (of a value that is not None), for rows
-    loaded without staging; None: stored as it is."""
-    if kind == UUID:
-        return lambda v: v.replace("-", "")
-    if kind == TIME:
-        return lambda v: f"{v[:10]} {v[11:26]}"
-    return None
-
-
 def stored_values(
     dialect: str, part: str
-) -> tuple[str, tuple[str, ...], Callable[[Row], Sequence[Any]]]:
-    """(table, columns, row -> the values the driver stores) for one part's canonical
-    rows: what `swap_sql` extracts from a staged row, for a bulk load straight into the
-    projection (`COPY` parses canonical text itself; SQLite gets SQLAlchemy's forms)."""
+) -> tuple[str, tuple[str, ...], Callable[[Row], Sequence[Any]], tuple[str, ...] | None]:
+    """(table, columns, row -> the values bound, the SQL each value is stored by) for one
+    part's canonical rows: what `swap_sql` extracts from a staged row, for a bulk load
+    straight into the projection. `COPY` parses canonical text itself (None: no SQL);
+    SQLite converts it to SQLAlchemy's forms in the INSERT (`_sqlite_value`)."""
     table, columns = SWAP_TARGETS[part]
     names = tuple(column for column, _, _ in columns)
     # C-level: a row to its tuple of fields (every part has three or more).
     pick = itemgetter(*(field for _, field, _ in columns))
     if dialect == "postgresql":
-        return table, names, pick
-    converted = [
-        (i, convert)
-        for i, (_, _, kind) in enumerate(columns)
-        if (convert := _sqlite_stored(kind)) is not None
-    ]
-
-    def values(row: Row) -> list[Any]:
-        stored = list(pick(row))
-        for i, convert in converted:
-            if stored[i] is not None:
-                stored[i] = convert(stored[i])
-        return stored
-
-    return table, names, values
+        return table, names, pick, None
+    stored = tuple(_sqlite_value(f"?{i}", kind) for i, (_, _, kind) in enumerate(columns, 1))
+    return table, names, pick, stored
 
 
 class ProjectionLoader:
@@ -196,13 +178,14 @@ class ProjectionLoader:
         self.table = ""
         self.columns: tuple[str, ...] = ()
         self.values: Callable[[Row], Sequence[Any]] = lambda row: ()
+        self.stored: tuple[str, ...] | None = None
         self.loaded = dict.fromkeys(SWAP_TARGETS, 0)
 
     def add(self, part: str, row: Row) -> None:
         if part != self.part:
             self.flush()
             self.part = part
-            self.table, self.columns, self.values = stored_values(self.dialect, part)
+            self.table, self.columns, self.values, self.stored = stored_values(self.dialect, part)
         self.batch.append(self.values(row))
         self.loaded[part] += 1
         if len(self.batch) >= LOAD_BATCH:
@@ -210,7 +193,9 @@ class ProjectionLoader:
 
     def flush(self) -> None:
         if self.batch:
-            bulkload.load(self.session, self.table, self.columns, self.batch)
+            bulkload.load(
+                self.session, self.table, self.columns, self.batch, placeholders=self.stored
+            )
             if self.progress is not None:
                 self.progress(len(self.batch))
             self.batch = []
