@@ -198,7 +198,7 @@ def result_killed_before_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
         begin = journal.begin
 
-        def die(hub: Hub, entry: journal.Entry) -> None:
+        def die(hub: Hub, entry: journal.Entry, *, audit: bool = False) -> None:
             # This process lives on: its entry is made to name one that has ended.
             begin(hub, replace(entry, pid=1 << 22, holder=""))
             raise Killed

@@ -112,7 +112,8 @@ def promote_stamped(
                 journal.roll_back(hub, entry)
             raise
         written.append(filename)
-    hub.audit.append(row)
     if entry is not None:
-        journal.complete(hub, entry)
+        journal.complete(hub, entry, audit=True)  # the audit row rides in the closing batch
+    else:
+        hub.audit.append(row)
     return filename, path
