@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from agenthub.bucketsync.core.longpoll import ManualTimer, WaiterRegistry
+from agenthub.bucketsync.core.timers import ManualTimer
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock

@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from agenthub.bucketsync.core.longpoll import (
-    LongPoll,
-    LoopTimer,
-    ManualTimer,
-    WaiterRegistry,
-    _resolve,
-)
+from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.notify import wake_keys
+from agenthub.bucketsync.core.timers import LoopTimer, ManualTimer, resolve_future
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.clock import FrozenClock
 from tests.bucketsync.live_support import (
     LiveWorld,
@@ -400,7 +396,7 @@ def test_a_cancelled_loop_timer_wait_cancels_its_future_and_its_deadline() -> No
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        _resolve(future)  # a ring after the hang-up is a no-op
+        resolve_future(future)  # a ring after the hang-up is a no-op
         await asyncio.sleep(0.1)  # past the deadline: nothing fires
         return future.cancelled(), len(loop._scheduled)  # type: ignore[attr-defined]
 

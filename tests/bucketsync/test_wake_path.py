@@ -18,8 +18,10 @@ from agenthub.bucketsync.api import live as live_routes
 from agenthub.bucketsync.api.answers import json_answer
 from agenthub.bucketsync.api.live import cached_or_threaded
 from agenthub.bucketsync.board import read as board
-from agenthub.bucketsync.core.longpoll import LongPoll, ManualTimer, WaiterRegistry
+from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.readmodel import NotCached, ReadModel, cached_only
+from agenthub.bucketsync.core.timers import ManualTimer
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock

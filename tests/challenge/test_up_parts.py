@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthub.bucketsync.agentside.mcp import (
+from agenthub.bucketsync.agentside.session import (
     HfCliScratchWriter,
     McpConfig,
     McpConfigError,

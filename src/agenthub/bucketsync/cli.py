@@ -285,7 +285,8 @@ def mcp() -> None:
     pending_directives, ack_directive, subscribe_leaderboard, landscape, expand). Configured by
     BUCKETSYNC_URL, AGENT_ID,
     SCRATCH_BUCKET, and BUCKETSYNC_TOKEN (local mode) or a logged-in `hf` CLI."""
-    from agenthub.bucketsync.agentside.mcp import McpConfig, McpConfigError, serve_stdio
+    from agenthub.bucketsync.agentside.mcp import serve_stdio
+    from agenthub.bucketsync.agentside.session import McpConfig, McpConfigError
 
     try:
         config = McpConfig.from_env()

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agenthub.bucketsync.core.longpoll import LoopTimer, WaiterRegistry
+from agenthub.bucketsync.core.timers import LoopTimer
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.bucketsync.storage.base import FileEntry
 from agenthub.clock import FrozenClock
 from tests.bucketsync.coordination.conftest import ORGANIZER, Site

@@ -28,7 +28,7 @@ FINAL_DOC = (
 
 
 class PhaseSession(Protocol):
-    """What the tools need of `mcp.AgentSession`."""
+    """What the tools need of `session.AgentSession`."""
 
     http: httpx.Client
 

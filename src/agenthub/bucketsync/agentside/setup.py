@@ -13,7 +13,7 @@ import json
 import shlex
 from typing import Any, Literal
 
-from agenthub.bucketsync.agentside.mcp import REQUIRED_ENV, TOKEN_ENV
+from agenthub.bucketsync.agentside.session import REQUIRED_ENV, TOKEN_ENV
 
 Harness = Literal["claude-code", "codex", "gemini", "generic"]
 HARNESSES: tuple[Harness, ...] = ("claude-code", "codex", "gemini", "generic")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agenthub.bucketsync.agents import read as agents
 from agenthub.bucketsync.agents import write as registration
-from agenthub.bucketsync.api import discovery
+from agenthub.bucketsync.api import discovery, health
 from agenthub.bucketsync.api.answers import json_answer
 from agenthub.bucketsync.api.openapi import BUDGET_ERROR, ERRORS
 from agenthub.bucketsync.api.scoring import scoring_of
@@ -68,7 +68,7 @@ def describe(request: Request) -> dict[str, Any]:
 
 @router.get("/healthz")
 def healthz(request: Request, response: Response) -> dict[str, Any]:
-    report = discovery.health(hub_of(request))
+    report = health.report(hub_of(request))
     if report["status"] == "degraded":
         response.status_code = 503
     return report

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from agenthub.bucketsync.channels import write as channels
 from agenthub.bucketsync.core.access import registered_agents
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.longpoll import WAKE_ALL
 from agenthub.bucketsync.core.reach import Reach, Sighting
+from agenthub.bucketsync.core.waiters import WAKE_ALL
 
 
 def audience(

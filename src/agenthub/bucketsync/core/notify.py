@@ -4,7 +4,7 @@ write-through (so a woken waiter's re-check sees the record it was woken for).
 Two adapters: `InProcessNotifier` (default; one worker) and `scaleout.bus.RedisBus` (many
 workers).
 Listeners — the long-poll registry — subscribe to either. Wake keys are `inbox:{handle}`,
-`channel:{name}`, or `longpoll.WAKE_ALL` for a broadcast.
+`channel:{name}`, or `waiters.WAKE_ALL` for a broadcast.
 """
 
 from __future__ import annotations
