@@ -33,11 +33,13 @@ from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.idempotency import BucketIdempotency, LocalGate, RunningGate
 from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
-from agenthub.bucketsync.core.longpoll import LongPoll, LoopTimer, Timer, WaiterRegistry
+from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.core.stamps import StampIssuer
+from agenthub.bucketsync.core.timers import LoopTimer, Timer
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.bucketsync.dashboard import app as dashboard
 from agenthub.bucketsync.dashboard.app import oauth_from_settings
 from agenthub.bucketsync.dashboard.oauth import OAuthProvider

@@ -9,11 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-# Re-exported (`X as X`) for app.py, the composition root, which imports them from here;
-# import them from core.timers / core.waiters instead once app.py is next edited.
-from agenthub.bucketsync.core.timers import LoopTimer as LoopTimer
-from agenthub.bucketsync.core.timers import Timer as Timer
-from agenthub.bucketsync.core.waiters import WaiterRegistry as WaiterRegistry
+from agenthub.bucketsync.core.timers import Timer
+from agenthub.bucketsync.core.waiters import WaiterRegistry
 from agenthub.clock import Clock
 
 # A page key (never sent): how many items wait above the streams' watermark
