@@ -4,6 +4,7 @@ key and body (see `core.idempotency`); a replayed answer carries `Idempotent-Rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agenthub.bucketsync import deadlines
 from agenthub.bucketsync.api.errors import STATUS, error_response, render
 from agenthub.bucketsync.core import idempotency
 from agenthub.bucketsync.core.idempotency import Answer, Attempt, BucketIdempotency
@@ -19,6 +21,8 @@ from agenthub.bucketsync.errors import BucketSyncError
 from agenthub.httperrors import read_body, replay
 
 REPLAYED = "Idempotent-Replayed"
+# Of a gate's lease, kept back for recording the answer once the request has run.
+FINISH_MARGIN_S = 5.0
 
 
 class IdempotencyKeys:
@@ -65,8 +69,17 @@ class IdempotencyKeys:
 
         token = idempotency.current.set(attempt)
         finished = False
+        lease = self.keys.lease_s
+        # A key held with a lease (Redis, many workers) bounds every backend call of its
+        # request: none is still running when another worker could take the key over.
+        bound = (
+            deadlines.within(max(0.0, lease - FINISH_MARGIN_S))
+            if lease is not None
+            else contextlib.nullcontext()
+        )
         try:
-            await self.app(scope, replay(body, receive), capture)
+            with bound:
+                await self.app(scope, replay(body, receive), capture)
             if 200 <= status < 300:
                 try:
                     answered: Any = json.loads(b"".join(chunks) or b"null")

@@ -68,6 +68,12 @@ current: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(
 class RunningGate(Protocol):
     """Holds a key while its request runs, so a concurrent duplicate waits for it."""
 
+    @property
+    def lease_s(self) -> float | None:
+        """How long a held key stays held without its holder (None: as long as the process
+        lives). The request holding it must end its backend calls by then (`deadlines`)."""
+        ...
+
     def acquire(self, record_id: str, timeout_s: float) -> bool:
         """Hold `record_id`, waiting up to `timeout_s` while another holds it."""
         ...
@@ -105,6 +111,10 @@ class LocalGate:
             event.set()
 
     def release_abandoned(self, record_id: str) -> None:
+        return None
+
+    @property
+    def lease_s(self) -> None:
         return None
 
 
@@ -185,6 +195,12 @@ class BucketIdempotency:
             log.error("Idempotency-Key answer not recorded: %s", exc.message)
         finally:
             self._gate.release(attempt.record_id)
+
+    @property
+    def lease_s(self) -> float | None:
+        """The gate's lease: how long a held key stays held after its holder vanished
+        (None: for the life of the process)."""
+        return self._gate.lease_s
 
     def abandon(self, attempt: Attempt) -> None:
         """Release the key without an answer (the request failed: a retry runs again)."""

@@ -249,6 +249,10 @@ class RedisGate:
     LEASE_S = 120
     POLL_S = 0.05
 
+    @property
+    def lease_s(self) -> float:
+        return float(self.LEASE_S)
+
     def __init__(
         self,
         client: redis.Redis,
