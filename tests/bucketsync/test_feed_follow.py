@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
 from tests.bucketsync.conftest import make_settings
+from tests.bucketsync.test_hf_adapters import register_agent
 from tests.support.hub_emulator import Fault, HubEmulator, running_hub
 
 B = "acme/chal-main-bucket"
@@ -40,22 +41,6 @@ def serve(hub: HubEmulator, tmp_path: Path, **overrides: str) -> TestClient:
         **overrides,
     )
     return TestClient(create_app(settings))
-
-
-def register(hub: HubEmulator, client: TestClient, agent: str, user: str) -> None:
-    token = f"tok-{user}"
-    hub.accounts.tokens[token] = {
-        "name": user,
-        "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
-    }
-    hub.add_bucket(f"acme/chal-{agent}", author=user)
-    hub.put(f"acme/chal-{agent}", ".bucket-sync-handshake", user.encode())
-    response = client.post(
-        "/v1/agents/register",
-        json={"agent_id": agent},
-        headers={"Authorization": f"Bearer {token}"},
-    )
-    assert response.status_code == 201, response.text
 
 
 def post(client: TestClient, agent: str, body: str) -> str:
@@ -87,7 +72,7 @@ def test_an_admin_edit_on_the_hub_is_served_within_2_s_without_listing(
     hub: HubEmulator, tmp_path: Path
 ) -> None:
     with serve(hub, tmp_path) as client:
-        register(hub, client, "a1", "alice")
+        register_agent(hub, client, "a1", "alice")
         filename = post(client, "a1", "original")
         wait_for(lambda: feed(client)["live"], within_s=5)
         assert body(client, filename) == "original\n"
@@ -102,7 +87,7 @@ def test_a_file_an_admin_adds_or_deletes_on_the_hub_shows_in_the_listing(
     hub: HubEmulator, tmp_path: Path
 ) -> None:
     with serve(hub, tmp_path) as client:
-        register(hub, client, "a1", "alice")
+        register_agent(hub, client, "a1", "alice")
         kept = post(client, "a1", "kept")
         dropped = post(client, "a1", "dropped")
         wait_for(lambda: feed(client)["live"], within_s=5)
@@ -123,8 +108,8 @@ def test_warm_reads_cost_no_hub_request_past_the_ttl_while_the_feed_is_live(
     hub: HubEmulator, tmp_path: Path
 ) -> None:
     with serve(hub, tmp_path, LISTING_TTL_S="0.5") as client:
-        register(hub, client, "a1", "alice")
-        register(hub, client, "a2", "bob")
+        register_agent(hub, client, "a1", "alice")
+        register_agent(hub, client, "a2", "bob")
         wait_for(lambda: feed(client)["live"], within_s=5)
         applied = feed(client)["applied"]["changes"]
         post(client, "a1", "hello @a2")
@@ -150,7 +135,7 @@ def test_without_a_served_feed_listings_fall_back_to_the_ttl(
     else:
         hub.inject("bucket_events", Fault.status(405))  # refused: it retries with backoff
     with serve(hub, tmp_path, LISTING_TTL_S="1") as client:
-        register(hub, client, "a1", "alice")
+        register_agent(hub, client, "a1", "alice")
         filename = post(client, "a1", "original")
         wait_for(lambda: hub.count("bucket_events") >= 1, within_s=5)
         if refusal == "404":

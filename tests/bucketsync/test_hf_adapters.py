@@ -213,7 +213,11 @@ def client(hub: HubEmulator, identity: HfIdentity, tmp_path: Path) -> Iterator[T
         yield test_client
 
 
-def _register(hub: HubEmulator, client: TestClient, agent: str, user: str, token: str) -> None:
+def register_agent(
+    hub: HubEmulator, client: TestClient, agent: str, user: str, token: str | None = None
+) -> None:
+    """`user` (a contributor of acme, with `token`) registers `agent` through its own bucket."""
+    token = token or f"tok-{user}"
     hub.accounts.tokens[token] = {
         "name": user,
         "orgs": [{"name": "acme", "roleInOrg": "contributor"}],
@@ -231,8 +235,8 @@ def _register(hub: HubEmulator, client: TestClient, agent: str, user: str, token
 def test_service_on_hf_promotes_with_fanout_board_last(
     hub: HubEmulator, client: TestClient
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
-    _register(hub, client, "a2", "bob", "t2")
+    register_agent(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a2", "bob", "t2")
     hub.put("acme/chal-a1", "m.md", b"hi @a2")
     hub.reset_counts()
     response = client.post("/v1/messages", json={"source": "hf://buckets/acme/chal-a1/m.md"})
@@ -247,9 +251,9 @@ def test_service_on_hf_promotes_with_fanout_board_last(
 
 
 def _three_agents(hub: HubEmulator, client: TestClient) -> None:
-    _register(hub, client, "a1", "alice", "t1")
-    _register(hub, client, "a2", "bob", "t2")
-    _register(hub, client, "a3", "carol", "t3")
+    register_agent(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a2", "bob", "t2")
+    register_agent(hub, client, "a3", "carol", "t3")
 
 
 def _fail_paths_once(hub: HubEmulator, prefix: str, times: int | None) -> None:
@@ -325,7 +329,7 @@ def test_storage_hf_selects_the_hf_adapters_with_the_env_token(tmp_path: Path) -
 def test_bs_1_8_agent_id_stays_bound_to_its_first_user(
     hub: HubEmulator, client: TestClient
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a1", "alice", "t1")
     # On HF bucket control rests on the handshake; even a valid handshake for bob cannot
     # move a registered id to him.
     hub.accounts.tokens["t2"] = {

@@ -19,7 +19,8 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.settings import HUB_TIERS
 from agenthub.bucketsync.storage.governor import BudgetSpent, HubGovernor
 from tests.bucketsync.conftest import make_settings
-from tests.bucketsync.test_feed_follow import AUDIT, B, register
+from tests.bucketsync.test_feed_follow import AUDIT, B
+from tests.bucketsync.test_hf_adapters import register_agent
 from tests.support.hub_emulator import Fault, HubEmulator, HubRequest, running_hub
 from tests.support.hub_emulator.wire import Route
 
@@ -141,7 +142,7 @@ def test_a_tiny_budget_sheds_reads_to_the_cache_spends_on_writes_and_answers_503
     limiter = HubLimiter(limit)  # the Hub would refuse the request after the 150th
     hub.add_policy(limiter)
     with budgeted(hub, tmp_path, limit) as client:
-        register(hub, client, "a1", "alice")
+        register_agent(hub, client, "a1", "alice")
         assert client.get("/v1/messages").status_code == 200
         while used(client) < limit * 0.75:  # refreshes shed from here on
             assert post_source(hub, client) == 201
@@ -224,7 +225,7 @@ def test_two_served_workers_on_one_bus_spend_one_budget(hub: HubEmulator, tmp_pa
     first = budgeted(hub, tmp_path / "one", 500, **shared)
     second = budgeted(hub, tmp_path / "two", 500, **shared)
     with first, second:
-        register(hub, first, "a1", "alice")
+        register_agent(hub, first, "a1", "alice")
         assert post_source(hub, first) == 201
         by_first = client_report(first)
         by_second = client_report(second)
