@@ -14,8 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
-from tests.bucketsync.conftest import make_settings
-from tests.bucketsync.test_hf_adapters import register_agent
+from tests.bucketsync.test_hf_adapters import hub_settings, register_agent
 from tests.support.hub_emulator import Fault, HubEmulator, running_hub
 
 B = "acme/chal-main-bucket"
@@ -32,15 +31,7 @@ def hub() -> Iterator[HubEmulator]:
 
 def serve(hub: HubEmulator, tmp_path: Path, **overrides: str) -> TestClient:
     """bucket-sync on the emulator with its default hf adapters and the system clock."""
-    settings = make_settings(
-        tmp_path,
-        BUCKETSYNC_STORAGE="hf",
-        HF_TOKEN="hf_admin",
-        HF_ENDPOINT=hub.url,
-        HUB_CALL_DEADLINE_S="3",
-        **overrides,
-    )
-    return TestClient(create_app(settings))
+    return TestClient(create_app(hub_settings(hub, tmp_path, **overrides)))
 
 
 def post(client: TestClient, agent: str, body: str) -> str:

@@ -14,6 +14,7 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.board.backfill import backfill_inbox
 from agenthub.bucketsync.errors import StorageUnavailable, Unauthorized
 from agenthub.bucketsync.identity.hf import HfIdentity
+from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
 from agenthub.clock import FrozenClock
@@ -195,6 +196,18 @@ def test_member_lookup_failure_is_503(hub: HubEmulator, identity: HfIdentity) ->
 
 
 # -- the service on the hf adapters --------------------------------------------------------
+
+
+def hub_settings(hub: HubEmulator, tmp_path: Path, **overrides: str) -> BucketSyncSettings:
+    """bucket-sync on the emulator: the hf adapters, the org admin's token, 3 s Hub calls."""
+    return make_settings(
+        tmp_path,
+        BUCKETSYNC_STORAGE="hf",
+        HF_TOKEN="hf_admin",
+        HF_ENDPOINT=hub.url,
+        HUB_CALL_DEADLINE_S="3",
+        **overrides,
+    )
 
 
 @pytest.fixture

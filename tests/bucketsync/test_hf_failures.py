@@ -17,8 +17,16 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.bucketsync.storage.hf import HfBucketStore
-from tests.bucketsync.conftest import make_settings
-from tests.bucketsync.test_hf_adapters import AUDIT, B, _register, client, hub, identity, store
+from tests.bucketsync.test_hf_adapters import (
+    AUDIT,
+    B,
+    client,
+    hub,
+    hub_settings,
+    identity,
+    register_agent,
+    store,
+)
 from tests.support.hub_emulator import Fault, HubEmulator
 from tests.support.servers import live_server
 
@@ -177,7 +185,7 @@ def test_service_on_hf_storage_outage_is_503(hub: HubEmulator, client: TestClien
 def test_a_hub_429_reaches_the_client_as_503_with_its_retry_after(
     hub: HubEmulator, client: TestClient
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a1", "alice", "t1")
     hub.inject("*", Fault.rate_limited(retry_after=300))
     started = time.monotonic()
     response = client.post("/v1/messages", json={"agent_id": "a1", "body": "hello"})
@@ -194,13 +202,7 @@ def test_a_served_bucket_sync_on_the_emulator_posts_then_answers_503_when_refuse
     hub.add_bucket("acme/chal-a1", author="alice")
     hub.put("acme/chal-a1", ".bucket-sync-handshake", b"alice")
     hub.accounts.add_user("tok-alice", "alice", acme="contributor")
-    settings = make_settings(
-        tmp_path,
-        BUCKETSYNC_STORAGE="hf",
-        HF_TOKEN="hf_admin",
-        HF_ENDPOINT=hub.url,
-        HUB_CALL_DEADLINE_S="3",
-    )
+    settings = hub_settings(hub, tmp_path)
     with live_server(create_app(settings)) as url, httpx.Client(base_url=url) as http:
         bearer = {"Authorization": "Bearer tok-alice"}
         registered = http.post("/v1/agents/register", json={"agent_id": "a1"}, headers=bearer)
@@ -249,7 +251,7 @@ def test_a_leased_lock_bounds_the_hub_calls_made_while_it_is_held(
 def test_an_unexpected_failure_during_a_write_does_not_claim_it_was_not_applied(
     hub: HubEmulator, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a1", "alice", "t1")
     store = client.app.state.hub.store  # type: ignore[attr-defined]
     landed = store.write_batch
 

@@ -20,7 +20,7 @@ from agenthub.bucketsync.settings import HUB_TIERS
 from agenthub.bucketsync.storage.governor import BudgetSpent, HubGovernor
 from tests.bucketsync.conftest import make_settings
 from tests.bucketsync.test_feed_follow import AUDIT, B
-from tests.bucketsync.test_hf_adapters import register_agent
+from tests.bucketsync.test_hf_adapters import hub_settings, register_agent
 from tests.support.hub_emulator import Fault, HubEmulator, HubRequest, running_hub
 from tests.support.hub_emulator.wire import Route
 
@@ -108,12 +108,9 @@ def hub() -> Iterator[HubEmulator]:
 
 
 def budgeted(hub: HubEmulator, tmp_path: Path, limit: int, **overrides: str) -> TestClient:
-    settings = make_settings(
+    settings = hub_settings(
+        hub,
         tmp_path,
-        BUCKETSYNC_STORAGE="hf",
-        HF_TOKEN="hf_admin",
-        HF_ENDPOINT=hub.url,
-        HUB_CALL_DEADLINE_S="3",
         HUB_FEED="false",  # the TTL refreshes are what the budget sheds
         LISTING_TTL_S="0.3",
         HUB_BUDGET_REQUESTS=str(limit),

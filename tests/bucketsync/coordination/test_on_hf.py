@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.bucketsync.test_hf_adapters import B, _register, client, hub, identity
+from tests.bucketsync.test_hf_adapters import B, client, hub, identity, register_agent
 from tests.support.hub_emulator import HubEmulator
 
 __all__ = ["client", "hub", "identity"]
@@ -25,8 +25,8 @@ def _claim(hub: HubEmulator, client: TestClient, agent: str, idea: str) -> dict[
 def test_claims_land_in_the_central_bucket_and_warn_on_hf(
     hub: HubEmulator, client: TestClient
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
-    _register(hub, client, "a2", "bob", "t2")
+    register_agent(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a2", "bob", "t2")
     first = _claim(hub, client, "a1", "segmented sieve with a wheel")
     second = _claim(hub, client, "a2", "wheel segmented sieve")
 
@@ -44,8 +44,8 @@ def test_claims_land_in_the_central_bucket_and_warn_on_hf(
 def test_a_directive_and_its_ack_are_written_through_the_store_on_hf(
     hub: HubEmulator, client: TestClient
 ) -> None:
-    _register(hub, client, "a1", "alice", "t1")
-    _register(hub, client, "a2", "bob", "t2")
+    register_agent(hub, client, "a1", "alice", "t1")
+    register_agent(hub, client, "a2", "bob", "t2")
     hub.accounts.add_user("tok-boss", "boss", acme="admin")
     posted = client.post(
         "/v1/directives",
