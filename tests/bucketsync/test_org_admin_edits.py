@@ -335,11 +335,12 @@ def test_concurrent_promotions_each_enter_their_result(site: Site) -> None:
 
 class RendezvousStore:
     """The real store, except that a read of the index waits (up to 1 s) for a second
-    reader: two read-modify-writes that are not serialized both read the old index."""
+    reader: two read-modify-writes that are not serialized both read the old index. (Where
+    they are serialized the first reader waits the whole `timeout` for the second.)"""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, *, timeout: float = 1.0) -> None:
         self._store = store
-        self._meet = threading.Barrier(2, timeout=1.0)
+        self._meet = threading.Barrier(2, timeout=timeout)
 
     def read(self, bucket: str, path: str) -> bytes | None:
         if path == INDEX:
@@ -376,7 +377,8 @@ def test_two_entries_made_at_once_are_both_kept(
 def test_without_the_index_lock_one_of_two_entries_is_lost(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(site.hub, "store", RendezvousStore(site.hub.store))
+    # Long enough for both threads to reach the read on a loaded machine (1 s was not).
+    monkeypatch.setattr(site.hub, "store", RendezvousStore(site.hub.store, timeout=20.0))
     monkeypatch.setattr(site.hub, "locks", NoLocks())
     assert len(enter_two(site.hub)) == 1  # the broken variant: why INDEX_LOCK is held
 
