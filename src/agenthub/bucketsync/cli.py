@@ -320,8 +320,8 @@ app.add_typer(verify_app, name="verify")
 def verify_reconcile() -> None:
     """Record verdicts of verification runs that ended while nobody watched, and finish the
     status files of agent runs likewise (idempotent, safe to schedule)."""
-    from agenthub.bucketsync.app import build_hub, build_scoring
     from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub, build_scoring
     from agenthub.clock import SystemClock
 
     settings = load_settings()
@@ -354,8 +354,9 @@ def challenge_install(
 ) -> None:
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
-    from agenthub.bucketsync.app import build_hub, prepare_buckets
+    from agenthub.bucketsync.app import prepare_buckets
     from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub
     from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 

@@ -109,8 +109,8 @@ def evaluate(
     """eval-space mode: score pending results on the private eval set and record verdicts
     (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
     in the verification index are never overwritten."""
-    from agenthub.bucketsync.app import build_hub
     from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub
     from agenthub.bucketsync.settings import load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock
