@@ -84,13 +84,13 @@ def serve(
         # supervisor builds none, but imports what they would and forks them (uvicorn
         # spawns fresh interpreters): at load 10 re-importing took most of a restart's
         # 10-17 s (issue 31), a forked worker only builds its app.
-        from agenthub.bucketsync.app import preload_workers
+        from agenthub.bucketsync.app.workers import preload_workers
 
         preload_workers(settings)
         fork_workers()
         announce(settings, host, port, bus, workers)
         uvicorn.run(
-            "agenthub.bucketsync.app:app_from_environment",
+            "agenthub.bucketsync.app.workers:app_from_environment",
             factory=True,
             host=host,
             port=port,

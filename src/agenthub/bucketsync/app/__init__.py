@@ -6,7 +6,6 @@ scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -46,11 +45,10 @@ from agenthub.bucketsync.dashboard.routes import Branding
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.runners.base import JobRunner
 from agenthub.bucketsync.scoring.quota import QuotaLock
-from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError, load_settings
+from agenthub.bucketsync.settings import BucketSyncSettings, SettingsError
 from agenthub.bucketsync.storage.base import BucketInfo, BucketStore
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import Clock, SystemClock
-from agenthub.heap import freeze_startup_objects
 
 log = logging.getLogger(__name__)
 
@@ -180,57 +178,6 @@ def create_app(
         branding=Branding(settings.challenge_title, settings.challenge_tagline),
     )
     return app
-
-
-def app_from_environment() -> FastAPI:
-    """The uvicorn factory for `serve --workers N` (each worker reads the environment,
-    and freezes what it built before serving, as `serve` does for one worker). A worker
-    that cannot build its app exits with uvicorn's start-up failure code, so the
-    supervisor stops rather than respawning it forever."""
-    from uvicorn.config import STARTUP_FAILURE
-
-    try:
-        app = create_app(load_settings())
-    except Exception:
-        log.exception("bucket-sync worker could not build its app")
-        raise SystemExit(STARTUP_FAILURE) from None
-    freeze_startup_objects()
-    return app
-
-
-def worker_modules(settings: BucketSyncSettings) -> list[str]:
-    """The modules a worker of `settings` imports where its adapters are chosen (above)."""
-    names = ["agenthub.bucketsync.runners.local"]
-    if settings.bus_url:
-        names += [
-            "agenthub.bucketsync.scaleout.bus",
-            "agenthub.bucketsync.scaleout.presence",
-            "agenthub.bucketsync.scaleout.state",
-            "agenthub.bucketsync.scaleout.signins",
-            "limits.storage",
-        ]
-    if settings.storage == "s3":
-        names += ["agenthub.bucketsync.storage.s3", "agenthub.bucketsync.identity.stored"]
-    if settings.storage == "hf":
-        names += [
-            "agenthub.bucketsync.storage.hf",
-            "agenthub.bucketsync.storage.governor",
-            "agenthub.bucketsync.storage.hffeed",
-            "agenthub.bucketsync.identity.hf",
-        ]
-    if settings.runner_kind == "hf":
-        names.append("agenthub.bucketsync.runners.hf")
-    return names
-
-
-def preload_workers(settings: BucketSyncSettings) -> None:
-    """In `serve --workers N`'s supervisor, before it forks its workers: import what each
-    worker would (this module, every route, the adapters of `settings`) and freeze it, so
-    a worker, started or restarted, begins with it loaded and only builds its app. Builds
-    nothing: no client, connection or thread exists to be copied into a worker."""
-    for name in worker_modules(settings):
-        importlib.import_module(name)
-    freeze_startup_objects()
 
 
 def sweep_store(store: BucketStore) -> None:
