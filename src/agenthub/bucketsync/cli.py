@@ -354,9 +354,9 @@ def challenge_install(
 ) -> None:
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
-    from agenthub.bucketsync.app import prepare_buckets
     from agenthub.bucketsync.app.adapters import default_adapters
     from agenthub.bucketsync.app.hub import build_hub
+    from agenthub.bucketsync.app.lifespan import prepare_buckets
     from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 
