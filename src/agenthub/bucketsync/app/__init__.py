@@ -1,26 +1,18 @@
 """`create_app(settings)`: the bucket-sync ASGI application — and the composition root.
 
-This is the only module that chooses adapters (storage, identity, job runner, the Redis
-scale-out) and the only place a `Hub` is built, complete, in `build_hub`.
+This package is the only place adapters are chosen and the `Hub` is built, one concept a
+module: `adapters` picks the store, identity, job runner, Redis bus, idempotency gate, Hub
+budget and change feed from the settings; `hub` builds the `Hub` (`build_hub`), complete,
+and scoring; `lifespan` starts and stops the background tasks; `http` stacks the
+middleware and includes the routers; `workers` is what `serve --workers N` preloads and
+each worker builds its app with. `create_app`, here, puts them together.
 """
 
 from __future__ import annotations
 
-import logging
-
 from fastapi import FastAPI
 
 from agenthub.apidocs import serve_docs
-from agenthub.bucketsync.api import agentsetup, coordination, errors, live, local, routes
-from agenthub.bucketsync.api import lineage as lineage_routes
-from agenthub.bucketsync.api import phases as phase_routes
-from agenthub.bucketsync.api import scoring as scoring_routes
-from agenthub.bucketsync.api import taskforces as taskforce_routes
-from agenthub.bucketsync.api import traces as traces_routes
-from agenthub.bucketsync.api.idempotency import IdempotencyKeys
-from agenthub.bucketsync.api.ratelimit import RateLimitHeaders
-from agenthub.bucketsync.api.stamping import SettleStamps
-from agenthub.bucketsync.api.viewer import note_viewer
 from agenthub.bucketsync.app.adapters import (
     central_feed,
     default_adapters,
@@ -29,6 +21,7 @@ from agenthub.bucketsync.app.adapters import (
     redis_bus,
     redis_signins,
 )
+from agenthub.bucketsync.app.http import include_routers, install_middleware
 from agenthub.bucketsync.app.hub import build_hub, build_scoring
 from agenthub.bucketsync.app.lifespan import lifespan
 from agenthub.bucketsync.core import journal
@@ -45,8 +38,6 @@ from agenthub.bucketsync.scoring.quota import QuotaLock
 from agenthub.bucketsync.settings import BucketSyncSettings
 from agenthub.bucketsync.storage.base import BucketStore
 from agenthub.clock import Clock, SystemClock
-
-log = logging.getLogger(__name__)
 
 
 # -- the application --------------------------------------------------------------------
@@ -106,32 +97,8 @@ def create_app(
     serve_docs(app)
     app.state.hub = hub
     app.state.scoring = scoring
-    errors.install(app)
-    # Inside the idempotency gate (added before it): a request's stamps are settled before
-    # its key is freed.
-    app.add_middleware(SettleStamps, stamps=hub.stamps)
-    app.add_middleware(IdempotencyKeys, keys=keys)
-    # Outside the idempotency replay: a replayed answer took no token, so it has no headers.
-    app.add_middleware(RateLimitHeaders)
-    app.add_middleware(phase_routes.PhaseEvents, hub=hub)
-    app.add_middleware(note_viewer)  # who reads: staged disclosure shows authors their own
-    # Added last, so outermost: an oversized body is refused before anything reads it.
-    app.add_middleware(
-        errors.BodyLimit,
-        max_bytes=settings.max_request_bytes,
-        max_upload_bytes=settings.max_upload_bytes,
-    )
-    app.include_router(live.router)
-    app.include_router(routes.router)
-    app.include_router(traces_routes.router)
-    app.include_router(coordination.router)
-    app.include_router(taskforce_routes.router)
-    app.include_router(agentsetup.router)
-    app.include_router(scoring_routes.router)
-    app.include_router(phase_routes.router)
-    app.include_router(lineage_routes.router)
-    if settings.serves_buckets:
-        app.include_router(local.router)
+    install_middleware(app, settings, hub, keys)
+    include_routers(app, settings)
     oauth = oauth_from_settings(
         settings,
         identity,
