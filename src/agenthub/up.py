@@ -31,7 +31,7 @@ from typing import Any
 import uvicorn
 
 from agenthub.bucketsync.app import create_app as create_bucketsync
-from agenthub.bucketsync.app import local_adapters
+from agenthub.bucketsync.app.adapters import local_adapters
 from agenthub.bucketsync.errors import Unauthorized
 from agenthub.bucketsync.identity.base import UserAdmin
 from agenthub.bucketsync.settings import load_settings

@@ -327,7 +327,7 @@ def test_bs_7_22_failed_board_file_is_503(hub: HubEmulator, client: TestClient) 
 
 
 def test_storage_hf_selects_the_hf_adapters_with_the_env_token(tmp_path: Path) -> None:
-    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.app.adapters import default_adapters
 
     settings = make_settings(
         tmp_path, BUCKETSYNC_STORAGE="hf", HF_TOKEN="hf_admin", HF_ENDPOINT="http://127.0.0.1:9"

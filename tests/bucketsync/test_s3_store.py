@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from agenthub.bucketsync.app import create_app, default_adapters
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.app.adapters import default_adapters
 from agenthub.bucketsync.errors import InvalidPath, StorageUnavailable, WriteOutcomeUnknown
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.identity.stored import StoredUsers

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from agenthub.bucketsync.app import create_app, local_adapters
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.app.adapters import local_adapters
 from agenthub.bucketsync.identity.base import UserAdmin
 from agenthub.bucketsync.settings import load_settings
 from agenthub.challenge.schema import load

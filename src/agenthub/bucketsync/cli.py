@@ -84,13 +84,13 @@ def serve(
         # supervisor builds none, but imports what they would and forks them (uvicorn
         # spawns fresh interpreters): at load 10 re-importing took most of a restart's
         # 10-17 s (issue 31), a forked worker only builds its app.
-        from agenthub.bucketsync.app import preload_workers
+        from agenthub.bucketsync.app.workers import preload_workers
 
         preload_workers(settings)
         fork_workers()
         announce(settings, host, port, bus, workers)
         uvicorn.run(
-            "agenthub.bucketsync.app:app_from_environment",
+            "agenthub.bucketsync.app.workers:app_from_environment",
             factory=True,
             host=host,
             port=port,
@@ -242,7 +242,7 @@ def users_file() -> Path | UsersDocument:
     not start a second, unseen store."""
     import os
 
-    from agenthub.bucketsync.app import users_document
+    from agenthub.bucketsync.app.adapters import users_document
     from agenthub.bucketsync.settings import OfflineSettings
 
     settings = OfflineSettings()
@@ -263,7 +263,7 @@ def backfill_inbox(
     dry_run: bool = typer.Option(False, "--dry-run", help="Count, write nothing."),
 ) -> None:
     """Rebuild inbox copies from the board history (offline, idempotent)."""
-    from agenthub.bucketsync.app import default_adapters
+    from agenthub.bucketsync.app.adapters import default_adapters
     from agenthub.bucketsync.board.backfill import backfill_inbox as run
 
     settings = load_settings()
@@ -320,7 +320,8 @@ app.add_typer(verify_app, name="verify")
 def verify_reconcile() -> None:
     """Record verdicts of verification runs that ended while nobody watched, and finish the
     status files of agent runs likewise (idempotent, safe to schedule)."""
-    from agenthub.bucketsync.app import build_hub, build_scoring, default_adapters
+    from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub, build_scoring
     from agenthub.clock import SystemClock
 
     settings = load_settings()
@@ -353,7 +354,9 @@ def challenge_install(
 ) -> None:
     """Upload the harness to {CENTRAL_BUCKET}/{HARNESS_PREFIX} and the private eval set to
     {AUDIT_BUCKET}/{PRIVATE_DATASET_PREFIX} (what the bootstrap does on HF)."""
-    from agenthub.bucketsync.app import build_hub, default_adapters, prepare_buckets
+    from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub
+    from agenthub.bucketsync.app.lifespan import prepare_buckets
     from agenthub.bucketsync.storage.base import Batch
     from agenthub.clock import SystemClock
 

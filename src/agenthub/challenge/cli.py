@@ -48,11 +48,11 @@ def init(
     settings = OfflineSettings()
     data_dir = data_dir or settings.data_dir
     if target == "local":
-        from agenthub.bucketsync.app import local_store
+        from agenthub.bucketsync.app.adapters import local_store
 
         store: BucketStore = local_store(data_dir)
     elif target == "hf":
-        from agenthub.bucketsync.app import hf_store
+        from agenthub.bucketsync.app.adapters import hf_store
 
         store = hf_store(settings)
     else:
@@ -109,7 +109,8 @@ def evaluate(
     """eval-space mode: score pending results on the private eval set and record verdicts
     (bucket-sync's environment, e.g. `set -a; . var/challenge.env; set +a`). Human verdicts
     in the verification index are never overwritten."""
-    from agenthub.bucketsync.app import build_hub, default_adapters
+    from agenthub.bucketsync.app.adapters import default_adapters
+    from agenthub.bucketsync.app.hub import build_hub
     from agenthub.bucketsync.settings import load_settings
     from agenthub.challenge.evaluate import EvalLoop, EvaluatorError, PassReport, load_evaluator
     from agenthub.clock import SystemClock

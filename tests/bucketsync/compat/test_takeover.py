@@ -17,7 +17,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agenthub.bucketsync.app import SERVICE_USER, create_app
+from agenthub.bucketsync.app import create_app
+from agenthub.bucketsync.app.lifespan import SERVICE_USER
 from agenthub.bucketsync.cli import app as bucketsync_cli
 from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.storage.base import Batch

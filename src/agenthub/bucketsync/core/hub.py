@@ -1,6 +1,6 @@
 """`Hub`: the wiring every service module shares (settings, ports, caches, limiters).
 
-`app.build_hub` is the one place a Hub is built, with every field chosen up front."""
+`app.hub.build_hub` is the one place a Hub is built, with every field chosen up front."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ holder wrote:
   lock) and then, where the store is a directory on this machine, passes the token to the
   `FileFences` of that directory (below), which refuses a stale token atomically with the
   write. Without a file fence (the store is the Hub, which has no conditional write), the
-  guarantee is by bound: `Leased` (how app.py wraps them) ends every Hub call made while
+  guarantee is by bound: `Leased` (how app/hub.py wraps them) ends every Hub call made while
   the lock is held before the lease does (`deadlines.within`), and the renewal before each
   write proves the holder still owns the lock, so no write lands after another holder's.
 

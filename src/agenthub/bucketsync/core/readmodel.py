@@ -16,11 +16,10 @@
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from agenthub.bucketsync.core.cachedonly import NotCached as NotCached
 from agenthub.bucketsync.core.cachedonly import cached_only as cached_only
@@ -445,20 +444,3 @@ class FilterMemo:
             matching = [key for key in matching if key in kept]
             unchecked = [key for key in unchecked if key in kept]
         return sorted(matching), sorted(unchecked)  # listing keys are sorted
-
-
-class PerReadModel(Generic[T]):
-    """One `T` per read model, made on first use and dropped with it: state a slice keeps
-    beside the caches (a sorted ranking, spans already read) without a field on the Hub."""
-
-    def __init__(self, make: Callable[[], T]) -> None:
-        self._make = make
-        self._lock = threading.Lock()
-        self._found: weakref.WeakKeyDictionary[ReadModel, T] = weakref.WeakKeyDictionary()
-
-    def of(self, read_model: ReadModel) -> T:
-        with self._lock:
-            found = self._found.get(read_model)
-            if found is None:
-                found = self._found[read_model] = self._make()
-            return found

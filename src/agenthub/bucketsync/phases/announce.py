@@ -15,7 +15,7 @@ from datetime import datetime
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import PerReadModel
+from agenthub.bucketsync.core.perreadmodel import PerReadModel
 from agenthub.bucketsync.landscape.events import Change
 from agenthub.bucketsync.landscape.publish import publish
 from agenthub.bucketsync.phases.schedule import reveal_at, situation

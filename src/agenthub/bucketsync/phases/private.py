@@ -19,7 +19,7 @@ from typing import Any
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import PerReadModel
+from agenthub.bucketsync.core.perreadmodel import PerReadModel
 from agenthub.bucketsync.phases.schedule import has_private_split
 from agenthub.bucketsync.storage.base import Batch
 

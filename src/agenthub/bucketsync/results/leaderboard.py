@@ -17,7 +17,8 @@ from typing import Any
 from agenthub.bucketsync.core import listing, naming
 from agenthub.bucketsync.core.access import registration
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import PerReadModel, Record
+from agenthub.bucketsync.core.perreadmodel import PerReadModel
+from agenthub.bucketsync.core.readmodel import Record
 from agenthub.bucketsync.errors import InvalidQuery
 from agenthub.bucketsync.results import embargo, lineage, pins
 from agenthub.bucketsync.results.baseline import is_baseline

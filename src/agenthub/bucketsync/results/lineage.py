@@ -24,7 +24,7 @@ from typing import Any
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import PerReadModel
+from agenthub.bucketsync.core.perreadmodel import PerReadModel
 from agenthub.bucketsync.results import references
 from agenthub.bucketsync.results.references import FIELD, Node
 from agenthub.bucketsync.storage.base import FileEntry

@@ -1,4 +1,4 @@
-"""Assembling the scoring loop from settings and a JobRunner (chosen in `app.py`): the
+"""Assembling the scoring loop from settings and a JobRunner (chosen in `app/adapters.py`): the
 quota lock and ledger, the jobs service and (when enabled) the verifier hooked onto result
 promotion."""
 

@@ -18,7 +18,7 @@ import threading
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
-from agenthub.bucketsync.core.readmodel import PerReadModel
+from agenthub.bucketsync.core.perreadmodel import PerReadModel
 from agenthub.bucketsync.errors import QuotaBackendUnavailable, StorageUnavailable
 from agenthub.bucketsync.scoring.quota import LedgerRow, QuotaLedger
 from agenthub.bucketsync.scoring.runs import read_status
