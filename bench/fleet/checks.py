@@ -114,11 +114,12 @@ def delivered_once(ledger: Ledger) -> Check:
 
 
 def replayed(ledger: Ledger) -> Check:
-    """A retry with the first attempt's Idempotency-Key must get the first answer back, not
-    a different one that only says the write had landed (then found by its filename)."""
+    """A retry to bucket-sync with the first attempt's Idempotency-Key must get the first
+    answer back, not a different one that only says the write had landed (then found by
+    its filename). State Hub's "applied, answer not recorded" is counted in the summary."""
     lost = ledger.answers_lost
     return Check(
-        "Idempotency-Key retries get the first answer",
+        "bucket-sync Idempotency-Key retries get the first answer",
         "0 other answers",
         f"{len(lost)} other answers",
         not lost,
@@ -239,6 +240,9 @@ def summary(ledger: Ledger, loads: list[float]) -> list[str]:
         + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
         + f"; retries {ledger.retries} (replayed answers {ledger.replayed}); "
         + f"transport errors {dict(ledger.transport_errors)}",
+        "State Hub retries answered 'applied, answer not recorded' (a kill between its "
+        f"commit and the answer's record), each found once by listing: "
+        f"{len(ledger.statehub_answers_lost)}",
         f"deliveries: {sum(sum(w.counts.values()) for w in ledger.watches.values())} items "
         f"over {sum(w.pages for w in ledger.watches.values())} pages to "
         f"{len(ledger.watches)} watchers",

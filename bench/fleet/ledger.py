@@ -62,6 +62,10 @@ class Ledger:
         self.retries = 0
         self.replayed = 0
         self.answers_lost: list[tuple[str, str]] = []  # (op, answer): a retry not replayed
+        # State Hub's retries answered "applied, but its answer was not recorded" and found
+        # by listing: State Hub stores an answer just after its write commits, so a kill in
+        # between loses the answer (never the write: the key's claim commits with it).
+        self.statehub_answers_lost: list[tuple[str, str]] = []
 
     def acked(self, write: Write) -> None:
         with self._lock:
@@ -84,9 +88,10 @@ class Ledger:
         with self._lock:
             self.retries += 1
 
-    def recovered(self, op: str, answer: str) -> None:
+    def recovered(self, service: str, op: str, answer: str) -> None:
         with self._lock:
-            self.answers_lost.append((op, answer))
+            lost = self.statehub_answers_lost if service == "statehub" else self.answers_lost
+            lost.append((op, answer))
 
     def replay(self) -> None:
         with self._lock:

@@ -96,7 +96,7 @@ def acknowledged(
     except GaveUp as exc:
         found = recover(exc) if recover is not None else None
         if found is not None:
-            ledger.recovered(op, str(exc))
+            ledger.recovered(service, op, str(exc))
             return found, 0.0
         ledger.gave_up(op, kind, str(exc))
         return None
