@@ -4,7 +4,6 @@ TTL refreshes shed first, a 503 with Retry-After before the Hub's 429, the stand
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from tests.bucketsync.test_feed_follow import AUDIT, B
 from tests.bucketsync.test_hf_adapters import hub_settings, register_agent
 from tests.support.hub_emulator import Fault, HubEmulator, HubRequest, running_hub
 from tests.support.hub_emulator.wire import Route
+from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
 API = "/api/buckets/acme/x/tree"
 ADMIN = "Bearer hf_admin"
@@ -182,19 +182,24 @@ def test_healthz_shows_no_budget_when_none_is_set(hub: HubEmulator, tmp_path: Pa
 
 # -- across workers ---------------------------------------------------------------------------
 
-REDIS_URL = os.environ.get("AGENTHUB_TEST_REDIS_URL")
+
+@pytest.fixture
+def redis_prefix() -> Iterator[tuple[str, str]]:
+    """The test Redis (skipped locally without it, a failure in CI) and a key prefix."""
+    url = require_redis()
+    prefix = unique_prefix()
+    yield url, prefix
+    drop_prefix(url, prefix)
 
 
 @pytest.mark.redis
-@pytest.mark.skipif(not REDIS_URL, reason="needs AGENTHUB_TEST_REDIS_URL")
-def test_workers_spend_one_budget_through_redis() -> None:
-    assert REDIS_URL is not None
-    prefix = f"test-{uuid.uuid4().hex}:hub-budget"
+def test_workers_spend_one_budget_through_redis(redis_prefix: tuple[str, str]) -> None:
+    url, prefix = redis_prefix
     workers = [
         HubGovernor(
             limit=10,
             window_s=300,
-            storage=RedisStorage(REDIS_URL, key_prefix=prefix, wrap_exceptions=True),
+            storage=RedisStorage(url, key_prefix=prefix + "hub-budget", wrap_exceptions=True),
             token="hf_admin",
             shared=True,
         )
@@ -212,13 +217,11 @@ def test_workers_spend_one_budget_through_redis() -> None:
 
 
 @pytest.mark.redis
-@pytest.mark.skipif(not REDIS_URL, reason="needs AGENTHUB_TEST_REDIS_URL")
-def test_two_served_workers_on_one_bus_spend_one_budget(hub: HubEmulator, tmp_path: Path) -> None:
-    assert REDIS_URL is not None
-    shared = {
-        "BUCKETSYNC_BUS_URL": REDIS_URL,
-        "BUCKETSYNC_BUS_PREFIX": f"test-{uuid.uuid4().hex}:",
-    }
+def test_two_served_workers_on_one_bus_spend_one_budget(
+    hub: HubEmulator, tmp_path: Path, redis_prefix: tuple[str, str]
+) -> None:
+    url, prefix = redis_prefix
+    shared = {"BUCKETSYNC_BUS_URL": url, "BUCKETSYNC_BUS_PREFIX": prefix}
     first = budgeted(hub, tmp_path / "one", 500, **shared)
     second = budgeted(hub, tmp_path / "two", 500, **shared)
     with first, second:
