@@ -5,8 +5,9 @@ its final (private-split) standing is taken from; unmarked, its best public resu
 of the caller's scratch bucket proves the bucket's owner, as a directive ack does); only
 the result's author may, only before the selection deadline (`schedule.selection_deadline`,
 409 PHASE_CLOSED after), and never past the limit (409 FINAL_ENTRIES_LIMIT). The selection
-is `final_entries/{agent_id}.json` in the private audit bucket, written under the lock
-`final entries {agent}`; every change appends an audit row (route, target, before, after).
+is `final_entries/{agent_id}.json` in the private audit bucket, edited through
+`core.shared` (the lock `final entries {agent}`, or compare-and-swap on S3); every
+change appends an audit row (route, target, before, after).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.clihints import bucket_cli
 from agenthub.bucketsync.core.hub import CallerInfo, Hub
+from agenthub.bucketsync.core.shared import edits
 from agenthub.bucketsync.core.sources import claim_source, read_source
 from agenthub.bucketsync.errors import (
     FinalEntriesLimit,
@@ -26,7 +28,6 @@ from agenthub.bucketsync.errors import (
     PhaseClosed,
 )
 from agenthub.bucketsync.phases.schedule import next_hint, selection_deadline, situation
-from agenthub.bucketsync.storage.base import Batch, read_json_object
 
 PREFIX = "final_entries/"
 
@@ -37,8 +38,15 @@ def path_of(agent_id: str) -> str:
 
 def marked(hub: Hub, agent_id: str) -> list[str]:
     """The results `agent_id` marked final, in marking order."""
-    found = read_json_object(hub.store, hub.settings.audit_bucket, path_of(agent_id))
-    entries = found.get("marked") if found else None
+    return _entries(hub.store.read(hub.settings.audit_bucket, path_of(agent_id)))
+
+
+def _entries(data: bytes | None) -> list[str]:
+    """The `marked` list of a stored selection (none: absent or unreadable)."""
+    try:
+        entries = json.loads(data).get("marked") if data is not None else None
+    except (ValueError, AttributeError):
+        return []
     return [str(e) for e in entries] if isinstance(entries, list) else []
 
 
@@ -48,12 +56,8 @@ def every_selection(hub: Hub) -> dict[str, list[str]]:
     paths = [e.path for e in hub.store.list(bucket, PREFIX) if e.path.endswith(".json")]
     found: dict[str, list[str]] = {}
     for path, data in (hub.store.read_many(bucket, paths) if paths else {}).items():
-        try:
-            entries = json.loads(data).get("marked")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(entries, list) and entries:
-            found[path[len(PREFIX) : -len(".json")]] = [str(e) for e in entries]
+        if entries := _entries(data):
+            found[path[len(PREFIX) : -len(".json")]] = entries
     return found
 
 
@@ -107,8 +111,8 @@ def change(
     _own_result(hub, filename, agent)
     limit = hub.settings.final_entries_max
     path = path_of(agent)
-    with hub.locks.hold(f"final entries {agent}") as lease:
-        before = marked(hub, agent)
+    for edit in edits(hub, hub.settings.audit_bucket, path, f"final entries {agent}"):
+        before = _entries(edit.data)
         after = list(before)
         if final and filename not in after:
             if len(after) >= limit:
@@ -127,10 +131,7 @@ def change(
                 "marked": after,
                 "updated_at": naming.iso_now(hub.clock.now(), "milliseconds"),
             }
-            data = json.dumps(body, sort_keys=True).encode()
-            lease.write(
-                lambda: hub.store.write_batch(hub.settings.audit_bucket, Batch(adds=[(path, data)]))
-            )
+            edit.write(json.dumps(body, sort_keys=True).encode())
     if changed:
         hub.audit.record(
             agent_id=agent,
