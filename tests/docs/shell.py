@@ -234,4 +234,24 @@ class Reader:
         for session in self.sessions:
             with contextlib.suppress(ProcessLookupError):  # it ended by itself
                 os.killpg(session, signal.SIGTERM)
+        # Wait until they are gone: a server still answering on its port would make the
+        # next block's server on that port look ready before it has even started.
+        for session in self.sessions:
+            deadline = time.monotonic() + 30
+            while group_alive(session):
+                if time.monotonic() > deadline:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(session, signal.SIGKILL)
+                time.sleep(0.05)
         self.sessions.clear()
+
+
+def group_alive(group: int) -> bool:
+    """Whether a process of the group is still running (a zombie counts as gone)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group and fields[0] != "Z":
+                return True
+    return False

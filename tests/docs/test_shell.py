@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.shell import Reader, Server, pieces
+from tests.docs.shell import Reader, Server, group_alive, pieces
 
 BLOCK = """\
 agenthub statehub migrate
@@ -50,3 +50,22 @@ def test_a_command_failing_on_ctrl_c_fails_the_run(tmp_path: Path) -> None:
     server = Reader(tmp_path, {}).start(sleeper(3), started, timeout=30)
     with pytest.raises(AssertionError, match="exit 3 after Ctrl-C"):
         server.interrupt()
+
+
+def test_stopping_the_background_waits_until_what_it_left_running_is_gone(
+    tmp_path: Path,
+) -> None:
+    # A server left running by a block (`… &`) that takes a moment to stop on SIGTERM:
+    # were the runner not to wait, the next block's server on the same port would be
+    # probed "ready" through this one before it had even started (seen in CI).
+    reader = Reader(tmp_path, {})
+    slow_stop = (
+        "import signal, sys, time; "
+        "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), sys.exit(0))); "
+        "open('up', 'w').close(); time.sleep(60)"
+    )
+    reader.run(f'python3 -c "{slow_stop}" &\nwhile [ ! -f up ]; do sleep 0.05; done\n')
+    [group] = reader.sessions
+    assert group_alive(group)
+    reader.stop_background()
+    assert not group_alive(group)
