@@ -180,20 +180,27 @@ def test_a_refusing_audit_bucket_never_fails_a_post(world: World) -> None:
 
 
 RESULT = "---\nscore: 0.9\nmethod: m\nstatus: agent-run\ndescription: d\n---\nran it\n"
+CLAIM = "---\nidea: label smoothing 0.1 on the baseline\nttl_hours: 6\n---\ntrying it\n"
+# The journaled promotions: (route, the file promoted, its central folder).
+JOURNALED = {
+    "result": ("/v1/results", RESULT, "results/"),
+    "claim": ("/v1/claims", CLAIM, "claims/"),
+}
 
 
 class Killed(Exception):
-    """The process dying between a result's record and its answer being recorded."""
+    """The process dying between a record and its answer being recorded."""
 
 
-def result_killed_before_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """POST a result with key r-1 whose process 'dies' right after the record, audit row
+def killed_before_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> str:
+    """POST a `kind` with key r-1 whose process 'dies' right after the record, audit row
     and dedup landed, before the journal completes (the answer is not recorded); returns
     the source URI to retry with."""
+    route, text, folder = JOURNALED[kind]
     with restarted(tmp_path) as client:
         world = World(client, client.app.state.hub, client.app.state.hub.identity)  # type: ignore[attr-defined]
         world.agent("agent-1")
-        assert world.put("agent-1", "r.md", RESULT).status_code == 201
+        assert world.put("agent-1", "r.md", text).status_code == 201
         uri = world.uri("agent-1", "r.md")
 
         begin = journal.begin
@@ -206,43 +213,61 @@ def result_killed_before_its_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         with monkeypatch.context() as patched:
             patched.setattr(journal, "complete", die)
             with pytest.raises(Killed):
-                client.post("/v1/results", json={"source": uri}, headers={"Idempotency-Key": "r-1"})
-        assert results(world.hub)
+                client.post(route, json={"source": uri}, headers={"Idempotency-Key": "r-1"})
+        assert stored_in(world.hub, folder)
     return uri
 
 
-def results(hub: Hub) -> list[str]:
-    return [f.path for f in hub.store.list(hub.central, "results/") if f.path.endswith(".md")]
+def stored_in(hub: Hub, folder: str) -> list[str]:
+    return [f.path for f in hub.store.list(hub.central, folder) if f.path.endswith(".md")]
 
 
-def results_after_restart(tmp_path: Path, uri: str) -> tuple[int, dict[str, object], list[str]]:
+def retried_after_restart(
+    tmp_path: Path, uri: str, kind: str
+) -> tuple[int, dict[str, object], list[str]]:
+    route, _text, folder = JOURNALED[kind]
     with restarted(tmp_path) as client:
         hub = client.app.state.hub  # type: ignore[attr-defined]
-        retry = client.post("/v1/results", json={"source": uri}, headers={"Idempotency-Key": "r-1"})
-        return retry.status_code, retry.json(), results(hub)
+        retry = client.post(route, json={"source": uri}, headers={"Idempotency-Key": "r-1"})
+        return retry.status_code, retry.json(), stored_in(hub, folder)
 
 
 def test_a_result_whose_answer_a_crash_lost_is_replayed_after_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    uri = result_killed_before_its_answer(tmp_path, monkeypatch)
+    uri = killed_before_its_answer(tmp_path, monkeypatch, "result")
 
-    status, body, stored = results_after_restart(tmp_path, uri)
+    status, body, stored = retried_after_restart(tmp_path, uri, "result")
 
     assert status == 201, body
     assert stored == [f"results/{body['filename']}"]
     assert body == {"filename": body["filename"], "via": "bucket", "path": stored[0]}
 
 
-def test_broken_variant_an_unjournaled_result_is_not_answered_after_restart(
+def test_a_claim_whose_answer_a_crash_lost_is_replayed_after_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without its journal entry (results before issue 31) the same crash leaves nothing
-    to answer the retry with: it runs again and promotes the result a second time."""
+    uri = killed_before_its_answer(tmp_path, monkeypatch, "claim")
+
+    status, body, stored = retried_after_restart(tmp_path, uri, "claim")
+
+    assert status == 201, body
+    assert stored == [f"claims/{body['filename']}"]
+    assert body["path"] == stored[0] and body["via"] == "bucket"
+    assert {"expires_at", "near_duplicates", "overlap_owners"} <= body.keys()
+
+
+@pytest.mark.parametrize("kind", sorted(JOURNALED))
+def test_broken_variant_an_unjournaled_promotion_is_not_answered_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Without its journal entry (results before issue 31, claims until now) the same
+    crash leaves nothing to answer the retry with: it runs again, or is refused as a
+    repeat, instead of getting the first answer."""
     monkeypatch.setattr(journal, "begin", lambda _hub, _entry: None)
-    uri = result_killed_before_its_answer(tmp_path, monkeypatch)
+    uri = killed_before_its_answer(tmp_path, monkeypatch, kind)
     monkeypatch.undo()
 
-    status, _body, stored = results_after_restart(tmp_path, uri)
+    status, _body, stored = retried_after_restart(tmp_path, uri, kind)
 
     assert (status, len(stored)) != (201, 1)

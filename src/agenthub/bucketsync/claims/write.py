@@ -93,6 +93,18 @@ def promote_claim(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict
     negatives = [m.filename for m in matches if m.kind == "negative-result"]
     if negatives:
         fields["negative_results"] = negatives
+
+    def answer(filename: str, path: str) -> dict[str, Any]:
+        # Journaled with the claim: a retry after a crash is answered with it.
+        return {
+            "filename": filename,
+            "via": "bucket",
+            "path": path,
+            "expires_at": fields["expires"],
+            "near_duplicates": [m.wire() for m in matches],
+            "overlap_owners": owners,
+        }
+
     filename, path = promote_stamped(
         hub,
         source,
@@ -102,14 +114,8 @@ def promote_claim(hub: Hub, source_uri: str, *, caller_info: CallerInfo) -> dict
         body=document.body,
         route="/v1/claims",
         caller_info=caller_info,
+        answer=answer,
     )
     if hub.notifier is not None and owners:
         hub.notifier.wake(wake_keys(broadcast=False, recipients=owners, channel=None))
-    return {
-        "filename": filename,
-        "via": "bucket",
-        "path": path,
-        "expires_at": fields["expires"],
-        "near_duplicates": [m.wire() for m in matches],
-        "overlap_owners": owners,
-    }
+    return answer(filename, path)

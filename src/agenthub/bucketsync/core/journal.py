@@ -23,9 +23,10 @@ All three live in the private AUDIT_BUCKET. The last step of a post writes the a
 deletes the entry in one batch: a post is three batches, and the hf store's group commit
 (`storage.groupcommit`) lets concurrent posts share each of them.
 
-A promoted result (`core.sources.promote_stamped`) is journaled the same way: its record
-is the "board file", its pin the derived file, its answer the 201 body. (Its after-steps,
-the pending mark and the landscape events, are courtesies a recovery does not redo.)
+A promoted result or claim (`core.sources.promote_stamped`) is journaled the same way:
+its record is the "board file", a result's pin the derived file, its answer the 201 body.
+(Its after-steps, the pending mark, the landscape events and a claim's wake of the owners
+it overlaps, are courtesies a recovery does not redo.)
 """
 
 from __future__ import annotations
