@@ -189,6 +189,16 @@ def test_org_role_email_lookup_first_then_scan(hub: HubEmulator, identity: HfIde
     assert identity.org_role("acme", "carol", "carol@acme.io") == "write"  # miss -> scan
 
 
+def test_org_role_falls_back_to_the_scan_when_the_email_lookup_fails(
+    hub: HubEmulator, identity: HfIdentity
+) -> None:
+    # agent-collabs' test_broadcast_falls_back_when_email_lookup_errors: the targeted
+    # lookup is best effort, so an organizer can still broadcast while it fails.
+    hub.inject("org_members", Fault.status(502), times=1)
+    assert identity.org_role("acme", "boss", "boss@acme.io") == "admin"
+    assert hub.count("org_members") == 3  # the failed lookup, then the scan's two pages
+
+
 def test_member_lookup_failure_is_503(hub: HubEmulator, identity: HfIdentity) -> None:
     hub.inject("org_members", Fault.status(502))
     with pytest.raises(StorageUnavailable):
