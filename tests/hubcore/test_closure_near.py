@@ -65,7 +65,7 @@ def _row(n: int, refs: tuple[int | None, int | None], revision: int) -> dict[str
 
 
 def _apply(session: Session, s: dict[str, Any]) -> None:
-    """Write the page's effects the way the applier does (`apply._PageRun.run`)."""
+    """Write the page's effects the way the applier does (`page_merge.PageMerge.run`)."""
     repo.insert_messages(session, [_row(n, refs, 1) for n, refs in s["before"].items()])
     repo.insert_receipts(session, [receipt(n, a, revision=1) for n, a in s["receipts_before"]])
     assert feedrepo.closure_violations(session) == []  # the scenario starts closed

@@ -1,6 +1,6 @@
 """A feed page and a paged feed snapshot read the same row shape the same way.
 
-The page applier (`feedpage`) and the re-snapshot (`feed_snapshot`) once each
+The page applier (`feedpage`) and the re-snapshot (`snapshot_pages`) once each
 had their own receipt-tombstone normaliser, and they disagreed: a page refused
 an empty agent that a snapshot staged, and a snapshot refused a non-integer
 revision a page let through to a later check.
@@ -14,8 +14,8 @@ import pytest
 
 from agenthub.hubcore.canonical import MalformedRow, Row
 from agenthub.hubcore.errors import FeedRefused
-from agenthub.hubcore.feed_snapshot import staged_row
 from agenthub.hubcore.feedpage import parse_page
+from agenthub.hubcore.snapshot_pages import staged_row
 from tests.hubcore.bundles import ts, uid
 from tests.hubcore.feedpages import page
 

@@ -77,7 +77,7 @@ def test_a_stale_change_is_ignored_and_logged(
 ) -> None:
     applier.apply(page(m(1, 1), m(2, 3)))
     applier.apply(page(m(1, 4, read_at=ts(5)), after=3))
-    with caplog.at_level(logging.INFO, logger="agenthub.hubcore.apply"):
+    with caplog.at_level(logging.INFO, logger="agenthub.hubcore.page_merge"):
         result = applier.apply(page(m(1, 1), m(3, 5), after=4))
     assert (result.stale, result.inserted) == (1, 1)
     assert messages(applier.db)[uid(1)]["read_at"] == ts(5)

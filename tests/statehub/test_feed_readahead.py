@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session
 
 from agenthub.clock import FrozenClock
 from agenthub.statehub import source
-from agenthub.statehub.feed import FeedService, Position
+from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
+from agenthub.statehub.position import Position
 from agenthub.statehub.readahead import STALE_S, AheadPage, ReadAhead
 from agenthub.statehub.schemas import MessageCreate
 from agenthub.statehub.store import Database

@@ -1,7 +1,8 @@
 """The State Hub inbox change feed, contract `statehub.inbox-feed.v1`, as both sides speak it.
 
-State Hub serves it (`statehub.feed`, `statehub.snapshot`); hub-core reads it
-(`hubcore.feedpage`, `hubcore.feed_snapshot`, `hubcore.capture`). Everything
+State Hub serves it (`statehub.position`, `statehub.feed`, `statehub.snapshot`);
+hub-core reads it (`hubcore.feedpage`, `hubcore.snapshot_pages`,
+`hubcore.feed_snapshot`, `hubcore.capture`). Everything
 here is on the wire and therefore versioned with the contract:
 
 * the contract name;

@@ -29,7 +29,8 @@ from sqlalchemy.orm import Session
 from agenthub.contracts.inbox_feed import HASHED_PARTS, ContentHasher
 from agenthub.statehub import cursor
 from agenthub.statehub.errors import InvalidRequest, ResnapshotConflict
-from agenthub.statehub.feed import TOMBSTONE_HORIZON, FeedService
+from agenthub.statehub.feed import FeedService
+from agenthub.statehub.position import TOMBSTONE_HORIZON
 from agenthub.statehub.rows import (
     MESSAGE_COLUMNS,
     MESSAGES,
