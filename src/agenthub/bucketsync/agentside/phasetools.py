@@ -4,9 +4,12 @@ challenge stands, marking a result as a final entry, and the final leaderboard."
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
+
+if TYPE_CHECKING:  # the SDK is imported where the server is built (mcp.build_server)
+    from mcp.server.fastmcp import FastMCP
 
 PHASE_DOC = (
     "Where the challenge stands: the current phase and its rules (results accepted, job "
@@ -57,7 +60,7 @@ def final_leaderboard(session: PhaseSession) -> dict[str, Any]:
 Call = Callable[..., Awaitable[dict[str, Any]]]
 
 
-def register(server: Any, session: PhaseSession, call: Call) -> None:
+def register(server: FastMCP, session: PhaseSession, call: Call) -> None:
     """Add the phase tools to the FastMCP `server`; `call` runs a session call off the loop."""
 
     @server.tool(name="phase", description=PHASE_DOC)
