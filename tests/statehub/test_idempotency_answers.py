@@ -91,6 +91,13 @@ def ack(client: TestClient, k: str, original: str) -> Response:
 
 # Every State Hub POST route (the middleware takes the key on POST only).
 ROUTES = {"send": (send, 201), "reply": (reply, 201), "ack": (ack, 200)}
+POST_PATHS = {"/messages/", "/messages/{message_id}/reply", "/messages/{message_id}/ack"}
+
+
+def test_the_routes_covered_here_are_every_post_route(client: TestClient) -> None:
+    # A new POST route must report what its write made (`Database.made`) and join ROUTES.
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {path for path, methods in paths.items() if "post" in methods} == POST_PATHS
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))

@@ -9,13 +9,15 @@ answer was lost with its connection.
 The answer commits with the write too: before the commit, the write reports what it made
 (`Database.made`) and the API stores the answer it will give for it in the claimed row
 (`store_answer`). A process killed between the commit and the response therefore loses
-no answer: a retry gets the first one, byte for byte. The answer can be written before
-the commit because no POST answer carries a feed revision (the one value fixed only at
-commit, migration 0004). After the response, `record_answer` stores the answer actually
-sent only when it differs from the stored one (a route that reports nothing, a defect
-that is logged); a repeat that finds a committed row without an answer waits for it,
-then says `idempotency_answer_lost`, which only a key claimed by a State Hub older than
-this module (within its 24 h) can still give.
+no answer: a retry gets the first one, byte for byte, and the resource as it was
+answered, not as it is now (a message read or archived since is replayed unread). The
+answer can be written before the commit because no POST answer carries a feed revision
+(the one value fixed only at commit, migration 0004). After the response,
+`record_answer` stores the answer actually sent only when it differs from the stored one
+(a write that reported nothing; a stored answer unlike the one sent is a defect, logged).
+A repeat that finds a committed row without an answer waits for it, then says
+`idempotency_answer_lost`: only a key claimed by a State Hub older than this module
+(within its 24 h), or by a POST whose write reports nothing (none does), can give it.
 """
 
 from __future__ import annotations
