@@ -114,12 +114,13 @@ def delivered_once(ledger: Ledger) -> Check:
 
 
 def replayed(ledger: Ledger) -> Check:
-    """A retry to bucket-sync with the first attempt's Idempotency-Key must get the first
-    answer back, not a different one that only says the write had landed (then found by
-    its filename). State Hub's "applied, answer not recorded" is counted in the summary."""
-    lost = ledger.answers_lost
+    """A retry with the first attempt's Idempotency-Key must get the first answer back,
+    from bucket-sync and from State Hub alike, not a different one that only says the
+    write had landed (then found by its filename, or on State Hub by listing after its
+    `idempotency_answer_lost`: State Hub's answer commits with the write, kill or not)."""
+    lost = ledger.answers_lost + ledger.statehub_answers_lost
     return Check(
-        "bucket-sync Idempotency-Key retries get the first answer",
+        "Idempotency-Key retries get the first answer",
         "0 other answers",
         f"{len(lost)} other answers",
         not lost,
@@ -240,8 +241,8 @@ def summary(ledger: Ledger, loads: list[float]) -> list[str]:
         + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
         + f"; retries {ledger.retries} (replayed answers {ledger.replayed}); "
         + f"transport errors {dict(ledger.transport_errors)}",
-        "State Hub retries answered 'applied, answer not recorded' (a kill between its "
-        f"commit and the answer's record), each found once by listing: "
+        "State Hub retries answered 'applied, answer not recorded' instead of the first "
+        f"answer (a failure: the answer commits with the write): "
         f"{len(ledger.statehub_answers_lost)}",
         f"deliveries: {sum(sum(w.counts.values()) for w in ledger.watches.values())} items "
         f"over {sum(w.pages for w in ledger.watches.values())} pages to "

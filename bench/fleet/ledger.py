@@ -63,8 +63,8 @@ class Ledger:
         self.replayed = 0
         self.answers_lost: list[tuple[str, str]] = []  # (op, answer): a retry not replayed
         # State Hub's retries answered "applied, but its answer was not recorded" and found
-        # by listing: State Hub stores an answer just after its write commits, so a kill in
-        # between loses the answer (never the write: the key's claim commits with it).
+        # by listing. Its answer commits with the write, so a kill loses none: each one is a
+        # failure of the replay check, kept apart to name the service in the summary.
         self.statehub_answers_lost: list[tuple[str, str]] = []
 
     def acked(self, write: Write) -> None:

@@ -70,8 +70,10 @@ class Writer(threading.Thread):
     def find(
         self, client: httpx.Client, body: dict[str, str], error: GaveUp
     ) -> dict[str, Any] | None:
-        """After a kill, State Hub may answer a retry "applied, but its answer was not
-        recorded" (`idempotency_answer_lost`): as its hint says, list to see what it made."""
+        """A retry answered "applied, but its answer was not recorded"
+        (`idempotency_answer_lost`) instead of the first answer is a failure (the answer
+        commits with the write, so a kill loses none); as the hint says, list to see what
+        it made, so the end checks still count the write (the ledger marks it lost)."""
         if ANSWER_LOST not in str(error):
             return None
         listed = client.get(

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 from agenthub.clock import FrozenClock
 from agenthub.statehub.api.bodies import message_fields, message_json, messages_json
 from agenthub.statehub.inbox import InboxService, ListQuery
-from agenthub.statehub.schemas import MessageRead
+from agenthub.statehub.schemas import MessageRead, ReceiptRead
 from tests.statehub.conftest import Send
 
 LISTED = TypeAdapter(list[MessageRead])
@@ -78,6 +78,22 @@ def test_a_sent_message_is_pydantics_encoding(client: TestClient, send: Send) ->
     stored = service.get(uuid.UUID(response.json()["id"]))
     assert response.content == MessageRead.model_validate(stored).model_dump_json().encode()
     assert message_json(stored) == response.content
+
+
+def test_a_reply_and_an_ack_are_pydantics_encoding(client: TestClient, send: Send) -> None:
+    # Both answer with `answer_of`'s bytes (what an Idempotency-Key stores with the write),
+    # no longer through `response_model`; the wire stays what pydantic made.
+    original = send(subject='quote " é \u2028 \x01')
+    reply = client.post(
+        f"/messages/{original['id']}/reply", json={"from_agent": "bob", "body": "é 😀 \t"}
+    )
+    ack = client.post(f"/messages/{original['id']}/ack", params={"agent": "bob"})
+    assert (reply.status_code, ack.status_code) == (201, 200)
+    service: InboxService = client.app.state.inbox  # type: ignore[attr-defined]
+    stored = service.get(uuid.UUID(reply.json()["id"]))
+    assert reply.content == MessageRead.model_validate(stored).model_dump_json().encode()
+    receipt = ReceiptRead.model_validate(ack.json())
+    assert ack.content == receipt.model_dump_json().encode()
 
 
 def test_the_comparison_catches_an_encoder_that_drifts(

@@ -17,7 +17,7 @@ from agenthub.db import make_engine, normalize_url
 from agenthub.httperrors import ErrorBoundary, retry_safe
 from agenthub.statehub import idempotency, migrate, source
 from agenthub.statehub.api import errors, feed, health, messages
-from agenthub.statehub.api.idempotency import IdempotencyKeys
+from agenthub.statehub.api.idempotency import IdempotencyKeys, answer_with_write
 from agenthub.statehub.feed import FeedService
 from agenthub.statehub.inbox import InboxService
 from agenthub.statehub.instance import instance_label_in_force
@@ -91,6 +91,7 @@ def create_app(settings: StateHubSettings, *, clock: Clock | None = None) -> Fas
             db = Database(engine)
             db.before_write.append(idempotency.claim_in_transaction)
             db.transaction_required.append(idempotency.claim_pending)
+            db.on_made.append(answer_with_write(messages.answer_of))
             app.state.db = db
             app.state.instance_label = instance_label_in_force(db, settings.instance_label)
             source.prepare(db, settings.revision_mode)

@@ -4,8 +4,20 @@ first answer back; the same key with another request is refused.
 A key is claimed by inserting its row inside the very transaction of the write it guards
 (`claim_in_transaction`, a `Database.before_write` hook), so the write and the claim
 commit or vanish together: a repeat can never apply the write twice, even when the first
-answer was lost with its connection. The answer is stored right after the commit
-(`record_answer`); a repeat that finds the row still without one waits for it.
+answer was lost with its connection.
+
+The answer commits with the write too: before the commit, the write reports what it made
+(`Database.made`) and the API stores the answer it will give for it in the claimed row
+(`store_answer`). A process killed between the commit and the response therefore loses
+no answer: a retry gets the first one, byte for byte, and the resource as it was
+answered, not as it is now (a message read or archived since is replayed unread). The
+answer can be written before the commit because no POST answer carries a feed revision
+(the one value fixed only at commit, migration 0004). After the response,
+`record_answer` stores the answer actually sent only when it differs from the stored one
+(a write that reported nothing; a stored answer unlike the one sent is a defect, logged).
+A repeat that finds a committed row without an answer waits for it, then says
+`idempotency_answer_lost`: only a key claimed by a State Hub older than this module
+(within its 24 h), or by a POST whose write reports nothing (none does), can give it.
 """
 
 from __future__ import annotations
@@ -29,14 +41,23 @@ class KeyTaken(Exception):
     """Another request claimed the key first (a concurrent duplicate)."""
 
 
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    content_type: str
+    body: bytes
+
+
 @dataclass
 class Claim:
-    """The key this request will claim with its first write, once that write runs."""
+    """The key this request will claim with its first write, once that write runs, and
+    the answer stored with that write (not yet committed while the write runs)."""
 
     key: str
     fingerprint: str
     now: datetime
     inserted: bool = False
+    answer: Answer | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,30 @@ def claim_in_transaction(session: Session) -> None:
     claim.inserted = True
 
 
+def claim_inserted() -> bool:
+    """This request's write transaction holds its claim: an answer can be stored in it."""
+    claim = CURRENT.get()
+    return claim is not None and claim.inserted
+
+
+def store_answer(session: Session, answer: Answer) -> None:
+    """Store the answer in the claimed row, in the write transaction: it commits with the
+    write or not at all. Outside a claim it does nothing."""
+    claim = CURRENT.get()
+    if claim is None or not claim.inserted:
+        return
+    session.execute(
+        update(IdempotencyRecord)
+        .where(IdempotencyRecord.key == claim.key)
+        .values(
+            status_code=answer.status,
+            content_type=answer.content_type,
+            response_body=answer.body,
+        )
+    )
+    claim.answer = answer
+
+
 def lookup(engine: Engine, key: str, now: datetime) -> Stored | None:
     """The live record of `key`; a record older than 24 h is deleted and reads as none."""
     with engine.begin() as conn:
@@ -114,6 +159,7 @@ def lookup(engine: Engine, key: str, now: datetime) -> Stored | None:
 
 
 def record_answer(engine: Engine, key: str, status: int, content_type: str, body: bytes) -> None:
+    """Store the answer after the commit (when none came with the write, or another one)."""
     with engine.begin() as conn:
         conn.execute(
             update(IdempotencyRecord)

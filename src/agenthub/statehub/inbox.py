@@ -91,6 +91,7 @@ class InboxService:
                 and predecessor.archived_at is None
             ):
                 predecessor.archived_at = now
+            self.db.made(session, message)
             return message
 
     def reply(self, message_id: uuid.UUID, data: ReplyCreate) -> AgentMessage:
@@ -114,6 +115,7 @@ class InboxService:
                 repo.upsert_receipts(session, [original.id], reader, delivered_at=now, read_at=now)
             elif original.read_at is None:
                 original.read_at = now
+            self.db.made(session, reply)
             return reply
 
     def mark_read(self, message_id: uuid.UUID, reader: str | None) -> AgentMessage:
@@ -147,6 +149,7 @@ class InboxService:
             )
             receipt = repo.get_receipt(session, message.id, canonical)
             assert receipt is not None
+            self.db.made(session, receipt)
             return receipt
 
     def archive(self, message_id: uuid.UUID) -> AgentMessage:

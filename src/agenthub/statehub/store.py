@@ -12,6 +12,8 @@ from agenthub.db import is_sqlite
 from agenthub.statehub.revisions import SQLITE_CLOSE, SQLITE_OPEN
 
 SessionHook = Callable[[Session], None]
+# Told, inside a write transaction, what that write made (`Database.made`).
+MadeHook = Callable[[Session, object], None]
 
 
 class Database:
@@ -32,6 +34,7 @@ class Database:
         # Something a `before_write` hook must do in this request's transaction (an
         # Idempotency-Key claim): `statement()` then takes the full `write()` path.
         self.transaction_required: list[Callable[[], bool]] = []
+        self.on_made: list[MadeHook] = []
         if self.sqlite:
             # One revision per State Hub transaction (see `revisions`).
             self.before_write.append(_run(SQLITE_OPEN))
@@ -41,6 +44,13 @@ class Database:
     def write(self) -> Iterator[Session]:
         with self._transaction(self.before_write, self.before_commit) as session:
             yield session
+
+    def made(self, session: Session, result: object) -> None:
+        """Report, before the commit, what this write transaction made (the object its
+        service call returns), so what depends on it commits with it (the answer kept
+        for an Idempotency-Key)."""
+        for hook in self.on_made:
+            hook(session, result)
 
     @contextmanager
     def statement(self) -> Iterator[Session]:

@@ -18,9 +18,10 @@ import orjson
 from pydantic import TypeAdapter
 from starlette.responses import Response
 
-from agenthub.statehub.schemas import MessageRead
+from agenthub.statehub.schemas import MessageRead, ReceiptRead
 
 MESSAGE_FIELDS = tuple(MessageRead.model_fields)
+RECEIPT_FIELDS = tuple(ReceiptRead.model_fields)
 _MESSAGES = TypeAdapter(list[MessageRead])
 _OPTIONS = orjson.OPT_UTC_Z
 
@@ -36,6 +37,14 @@ def message_json(message: Any) -> bytes:
         return orjson.dumps(fields, option=_OPTIONS)
     except TypeError:
         return MessageRead.model_validate(fields).model_dump_json().encode()
+
+
+def receipt_json(receipt: Any) -> bytes:
+    fields = {name: getattr(receipt, name) for name in RECEIPT_FIELDS}
+    try:
+        return orjson.dumps(fields, option=_OPTIONS)
+    except TypeError:
+        return ReceiptRead.model_validate(fields).model_dump_json().encode()
 
 
 def messages_json(messages: Iterable[Any]) -> bytes:

@@ -8,15 +8,17 @@ import logging
 from collections.abc import Callable
 
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agenthub.clock import Clock
 from agenthub.db import Transience, transience
 from agenthub.httperrors import read_body, replay
 from agenthub.statehub import idempotency
-from agenthub.statehub.idempotency import Claim, KeyTaken, Stored
+from agenthub.statehub.idempotency import Answer, Claim, KeyTaken, Stored
 
 HEADER = b"idempotency-key"
+JSON = "application/json"
 # How long a repeat waits for the first request's answer before saying it is in doubt.
 ANSWER_WAIT_S = 10.0
 ANSWER_POLL_S = 0.05
@@ -25,6 +27,20 @@ _TAKEN = "taken"
 _LOST = "lost"
 
 log = logging.getLogger(__name__)
+
+
+def answer_with_write(
+    answer_of: Callable[[object], tuple[int, bytes]],
+) -> Callable[[Session, object], None]:
+    """A `Database.on_made` hook: inside a keyed write's transaction, store the answer
+    `answer_of` gives for what the write made, so the answer commits with the write."""
+
+    def store(session: Session, made: object) -> None:
+        if idempotency.claim_inserted():
+            status, body = answer_of(made)
+            idempotency.store_answer(session, Answer(status, JSON, body))
+
+    return store
 
 
 class IdempotencyKeys:
@@ -93,6 +109,7 @@ class IdempotencyKeys:
                 if attempt == 2:
                     raise
                 claim.inserted = False
+                claim.answer = None
         raise AssertionError("unreachable")
 
     async def _run(self, claim: Claim, scope: Scope, receive: Receive) -> list[Message]:
@@ -108,9 +125,21 @@ class IdempotencyKeys:
             idempotency.CURRENT.reset(token)
         status = int(messages[0]["status"])
         if claim.inserted and status < 500:
-            content_type = _header(messages[0], b"content-type") or "application/json"
+            content_type = _header(messages[0], b"content-type") or JSON
             body = b"".join(m.get("body", b"") for m in messages[1:])
-            await self._record(claim.key, status, content_type, body)
+            sent = Answer(status, content_type, body)
+            # Normally the answer committed with the write; storing it again after the
+            # commit is only for a write that stored none or another one.
+            if claim.answer != sent:
+                if claim.answer is not None and status < 300:
+                    log.error(
+                        "the answer stored with the write for Idempotency-Key %r differs "
+                        "from the one sent (%d, stored %d); storing the one sent",
+                        claim.key,
+                        status,
+                        claim.answer.status,
+                    )
+                await self._record(claim.key, status, content_type, body)
         return messages
 
     async def _record(self, key: str, status: int, content_type: str, body: bytes) -> None:

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from agenthub.statehub.api.bodies import json_response, message_json, messages_json
+from agenthub.statehub.api.bodies import json_response, message_json, messages_json, receipt_json
 from agenthub.statehub.api.errors import documented
 from agenthub.statehub.inbox import MAX_LIST_LIMIT, InboxService, ListQuery
+from agenthub.statehub.models import AgentMessage, MessageReceipt
 from agenthub.statehub.schemas import (
     KIND_PATTERN,
     SLUG_SCHEMA,
@@ -36,6 +37,23 @@ NOT_FOUND = documented(404)
 POST = documented(409)  # an Idempotency-Key reused for another request
 
 
+def answer_of(made: object) -> tuple[int, bytes]:
+    """The status and JSON body a POST answers for what its write made: a message it
+    created (send, reply) or the receipt it stamped (ack). The routes answer with it, and
+    a write carrying an Idempotency-Key stores it before its commit (see
+    `statehub.idempotency`), so a retry gets these very bytes."""
+    if isinstance(made, AgentMessage):
+        return 201, message_json(made)
+    if isinstance(made, MessageReceipt):
+        return 200, receipt_json(made)
+    raise TypeError(f"no POST answers a {type(made).__name__}")
+
+
+def answer(made: object) -> Response:
+    status, body = answer_of(made)
+    return json_response(body, status_code=status)
+
+
 # The two hot routes are `async def` returning encoded bytes (see `bodies`): the
 # database work and the encoding run in one threadpool hop, and `response_model`
 # documents the body without FastAPI validating it again.
@@ -47,8 +65,7 @@ POST = documented(409)  # an Idempotency-Key reused for another request
 @router.post("/", status_code=201, response_model=MessageRead, responses=POST)
 async def send_message(data: MessageCreate, request: Request) -> Response:
     service = inbox(request)
-    body = await run_in_threadpool(lambda: message_json(service.send(data)))
-    return json_response(body, status_code=201)
+    return await run_in_threadpool(lambda: answer(service.send(data)))
 
 
 @router.get("", include_in_schema=False)
@@ -97,8 +114,8 @@ def get_thread(message_id: uuid.UUID, service: Inbox) -> list[MessageRead]:
     response_model=MessageRead,
     responses={**NOT_FOUND, **POST},
 )
-def reply(message_id: uuid.UUID, data: ReplyCreate, service: Inbox) -> MessageRead:
-    return MessageRead.model_validate(service.reply(message_id, data))
+def reply(message_id: uuid.UUID, data: ReplyCreate, service: Inbox) -> Response:
+    return answer(service.reply(message_id, data))
 
 
 @router.patch("/{message_id}/read", response_model=MessageRead, responses=NOT_FOUND)
@@ -107,8 +124,8 @@ def mark_read(message_id: uuid.UUID, service: Inbox, reader: Slug | None = None)
 
 
 @router.post("/{message_id}/ack", response_model=ReceiptRead, responses={**NOT_FOUND, **POST})
-def acknowledge(message_id: uuid.UUID, service: Inbox, agent: Slug) -> ReceiptRead:
-    return ReceiptRead.model_validate(service.acknowledge(message_id, agent))
+def acknowledge(message_id: uuid.UUID, service: Inbox, agent: Slug) -> Response:
+    return answer(service.acknowledge(message_id, agent))
 
 
 @router.patch("/{message_id}/archive", response_model=MessageRead, responses=NOT_FOUND)
