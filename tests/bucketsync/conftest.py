@@ -1,4 +1,5 @@
-"""bucket-sync fixtures: a local-mode app on a temp data dir with a hand-moved clock."""
+"""bucket-sync fixtures: a local-mode app on a temp data dir with a hand-moved clock, and
+the Hub emulator holding the challenge's buckets for the hf adapters."""
 
 from __future__ import annotations
 
@@ -17,16 +18,20 @@ from agenthub.bucketsync.identity.local import LocalIdentity
 from agenthub.bucketsync.settings import BucketSyncSettings, load_settings
 from agenthub.bucketsync.storage.local import LocalBucketStore
 from agenthub.clock import FrozenClock
+from tests.support.hub_emulator import HubEmulator, running_hub
 
 ORG = "acme"
 SLUG = "chal"
+# The buckets `make_settings` names, on the Hub emulator (`hub`).
+CENTRAL = "acme/chal-main-bucket"
+AUDIT = "acme-admin/chal-audit"
 
 
 def make_settings(data_dir: Path, **overrides: Any) -> BucketSyncSettings:
     values: dict[str, Any] = {
         "ORG": ORG,
         "COLLAB_SLUG": SLUG,
-        "AUDIT_BUCKET": "acme-admin/chal-audit",
+        "AUDIT_BUCKET": AUDIT,
         "BUCKETSYNC_DATA_DIR": str(data_dir),
         "BUCKETSYNC_STORAGE": "local",
     }
@@ -99,6 +104,16 @@ class World:
 
     def raw(self, agent_id: str, body: str, **extra: Any) -> Any:
         return self.client.post("/v1/messages", json={"agent_id": agent_id, "body": body, **extra})
+
+
+@pytest.fixture
+def hub() -> Iterator[HubEmulator]:
+    """The Hub emulator with the central and audit buckets (modules needing another layout
+    define their own `hub`)."""
+    with running_hub(xet_timeout_s=3) as emulator:
+        emulator.add_bucket(CENTRAL, author="acme")
+        emulator.add_bucket(AUDIT, author="acme-admin", private=True)
+        yield emulator
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ read model falls back to re-listing every TTL."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
+from tests.bucketsync.conftest import CENTRAL
 from tests.bucketsync.test_hf_adapters import hub_settings, register_agent
-from tests.support.hub_emulator import Fault, HubEmulator, running_hub
-
-B = "acme/chal-main-bucket"
-AUDIT = "acme-admin/chal-audit"
-
-
-@pytest.fixture
-def hub() -> Iterator[HubEmulator]:
-    with running_hub(xet_timeout_s=3) as emulator:
-        emulator.add_bucket(B, author="acme")
-        emulator.add_bucket(AUDIT, author="acme-admin", private=True)
-        yield emulator
+from tests.support.hub_emulator import Fault, HubEmulator
 
 
 def serve(hub: HubEmulator, tmp_path: Path, **overrides: str) -> TestClient:
@@ -68,7 +58,7 @@ def test_an_admin_edit_on_the_hub_is_served_within_2_s_without_listing(
         wait_for(lambda: feed(client)["live"], within_s=5)
         assert body(client, filename) == "original\n"
         hub.reset_counts()
-        hub.put(B, f"message_board/{filename}", b"edited by an admin\n")
+        hub.put(CENTRAL, f"message_board/{filename}", b"edited by an admin\n")
         took = wait_for(lambda: body(client, filename) == "edited by an admin\n", within_s=2)
         assert took < 2
         assert hub.count("tree") == 0  # patched from the feed, not listed
@@ -85,8 +75,8 @@ def test_a_file_an_admin_adds_or_deletes_on_the_hub_shows_in_the_listing(
         assert client.get("/v1/messages").json()["items"] == [dropped, kept]
         hub.reset_counts()
         added = "20200101-000000-000_a1.md"
-        hub.put(B, f"message_board/{added}", b"---\nagent_id: a1\n---\nfrom the admin\n")
-        hub.buckets.batch(B, [{"type": "deleteFile", "path": f"message_board/{dropped}"}])
+        hub.put(CENTRAL, f"message_board/{added}", b"---\nagent_id: a1\n---\nfrom the admin\n")
+        hub.buckets.batch(CENTRAL, [{"type": "deleteFile", "path": f"message_board/{dropped}"}])
 
         def listed() -> bool:
             return bool(client.get("/v1/messages").json()["items"] == [kept, added])
@@ -134,6 +124,6 @@ def test_without_a_served_feed_listings_fall_back_to_the_ttl(
         assert feed(client)["live"] is False
         assert body(client, filename) == "original\n"
         hub.reset_counts()
-        hub.put(B, f"message_board/{filename}", b"edited by an admin\n")
+        hub.put(CENTRAL, f"message_board/{filename}", b"edited by an admin\n")
         wait_for(lambda: body(client, filename) == "edited by an admin\n", within_s=3)
         assert hub.count("tree") >= 1  # found by re-listing after the TTL

@@ -18,9 +18,8 @@ from agenthub.bucketsync.app import create_app
 from agenthub.bucketsync.settings import HUB_TIERS
 from agenthub.bucketsync.storage.governor import BudgetSpent, HubGovernor
 from tests.bucketsync.conftest import make_settings
-from tests.bucketsync.test_feed_follow import AUDIT, B
 from tests.bucketsync.test_hf_adapters import hub_settings, register_agent
-from tests.support.hub_emulator import Fault, HubEmulator, HubRequest, running_hub
+from tests.support.hub_emulator import Fault, HubEmulator, HubRequest
 from tests.support.hub_emulator.wire import Route
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
@@ -97,14 +96,6 @@ class HubLimiter:
             self.refused += 1
             return Fault.rate_limited(retry_after=300)
         return None
-
-
-@pytest.fixture
-def hub() -> Iterator[HubEmulator]:
-    with running_hub(xet_timeout_s=3) as emulator:
-        emulator.add_bucket(B, author="acme")
-        emulator.add_bucket(AUDIT, author="acme-admin", private=True)
-        yield emulator
 
 
 def budgeted(hub: HubEmulator, tmp_path: Path, limit: int, **overrides: str) -> TestClient:

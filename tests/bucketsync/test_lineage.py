@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agenthub.bucketsync.core import naming
+from agenthub.bucketsync.live import budget
 from agenthub.bucketsync.results import lineage
 from agenthub.bucketsync.storage.base import Batch
 from agenthub.clock import FrozenClock
@@ -233,3 +234,36 @@ def test_an_edited_or_removed_result_moves_its_credit(world: World) -> None:
     world.hub.read_model.delete_through("results/", f"results/{child}")
     assert lineage.credit_of(world.hub, "agent-2")["credit"] == 0
     assert world.client.get(f"/v1/lineage/{two}").json()["descendants"] == []
+
+
+def test_the_budgeted_digest_carries_lineage_below_every_section(world: World) -> None:
+    for agent in ("agent-1", "agent-2", "agent-3", "agent-4"):
+        world.agent(agent)
+    first = promoted(world, "agent-1", 0.4)
+    second = promoted(world, "agent-2", 0.42, [first])
+    promoted(world, "agent-3", 0.45, [first])
+    promoted(world, "agent-4", 0.46, [second])
+    plain = world.client.get("/v1/digest").json()["lineage"]
+    assert [c["agent"] for c in plain["credits"]] == ["agent-1", "agent-2"]
+
+    def budgeted(tokens: int) -> dict[str, Any]:
+        answer = world.client.get("/v1/digest", params={"as": "agent-1", "budget_tokens": tokens})
+        assert answer.status_code == 200, answer.text
+        assert len(answer.content) <= tokens * budget.BYTES_PER_TOKEN
+        body: dict[str, Any] = answer.json()
+        return body
+
+    roomy = budgeted(40_000)
+    assert roomy["lineage"] == plain and roomy["omitted"]["lineage"] == 0
+    floor = world.client.get("/v1/digest", params={"budget_tokens": 1, "as": "agent-1"})
+    shown_counts = set()
+    for tokens in range(floor.json()["error"]["minimum_tokens"], roomy["budget"]["used"] + 1):
+        body = budgeted(tokens)
+        credits = body["lineage"]["credits"]
+        assert credits == plain["credits"][: len(credits)], tokens
+        assert len(credits) + body["omitted"]["lineage"] == len(plain["credits"]), tokens
+        assert body["lineage"]["results_building_on_others"] == 3
+        if credits:  # below every section: shown only when nothing above was left out
+            assert not any(body["omitted"][name] for name in budget.NAMES), tokens
+        shown_counts.add(len(credits))
+    assert shown_counts == {0, 1, 2}

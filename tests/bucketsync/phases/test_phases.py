@@ -180,13 +180,12 @@ def test_a_second_worker_does_not_announce_a_change_again(tmp_path: Path) -> Non
     other = next(second)
 
     assert announce.due(other.hub)  # this worker has not seen it announced...
-    assert announce.observe(other.hub) is None  # ...but the marker says it was
+    assert announce.observe(other.hub) is None  # ...but the ledger says it was
     other.hub.read_model.invalidate("events/")
     assert len(phase_events(other)) == 1
 
-    # The broken variant: without the audit-bucket markers a third worker announces again.
-    markers = [e.path for e in other.hub.store.list(settings.audit_bucket, announce.MARKERS)]
-    other.hub.store.write_batch(settings.audit_bucket, Batch(deletes=markers))
+    # The broken variant: without the audit-bucket ledger a third worker announces again.
+    other.hub.store.write_batch(settings.audit_bucket, Batch(deletes=[announce.LEDGER]))
     third = make_world(settings, clock)
     again = next(third)
     assert announce.observe(again.hub) is not None

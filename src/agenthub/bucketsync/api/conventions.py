@@ -199,6 +199,9 @@ def coordination_conventions(s: BucketSyncSettings) -> dict[str, Any]:
             "of the budget (truncated: true); GET the item's expand route for the whole item",
             "omitted": "per section, how many items did not fit; packing stops at the first "
             "item that does not fit, so nothing is shown below a section with omissions",
+            "lineage": "the plain digest's lineage block {credits, results_building_on_others}, "
+            "below every section: its credits are packed by the same rule, each whole, and "
+            "omitted.lineage counts those left out",
             "floor": "a budget smaller than the envelope answers 422 BUDGET_TOO_SMALL with "
             "minimum_tokens",
         },

@@ -9,6 +9,10 @@ what is left of the budget, is cut (`truncated: true`; the item's `expand` names
 that serves it whole). The first item that does not fit even with an empty body ends the
 packing, so nothing of lower priority is shown while something above it is left out;
 `omitted` counts, per section, what was left out.
+
+A `Block` is one of the plain digest's standing blocks (`lineage`), carried under its own
+key with the same shape, below every section: its list's entries are placed by the same
+rule, best first, each whole or not at all, and `omitted` counts those left out.
 """
 
 from __future__ import annotations
@@ -87,6 +91,19 @@ class Source:
     items: Iterable[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Block:
+    """A plain digest block (`value`) whose list at `key` is packed entry by entry."""
+
+    name: str
+    value: Mapping[str, Any]
+    key: str
+
+    @property
+    def entries(self) -> list[Any]:
+        return list(self.value[self.key])
+
+
 def _escaped(text: str) -> int:
     """The bytes `text` takes inside a JSON string."""
     return len(encode(text)) - 2
@@ -108,6 +125,9 @@ def _cut(text: str, max_bytes: int) -> str:
 
 def _fit(item: dict[str, Any], room: int) -> tuple[dict[str, Any], int] | None:
     """`item` as it fits in `room` bytes (whole, or with its body cut) and its size."""
+    if "body" not in item:  # a block's entry: whole or not at all
+        size = len(encode(item))
+        return (item, size) if size <= room else None
     body = str(item["body"])
     cap = BODY_TOKENS * BYTES_PER_TOKEN
     if _escaped(body) <= cap:
@@ -130,18 +150,27 @@ def _floor(size_of: Callable[[int], int]) -> int:
     return m
 
 
-def pack(head: Mapping[str, Any], sources: Sequence[Source], budget_tokens: int) -> bytes:
-    """`head`, then `budget {tokens, used}`, `sections` and `omitted`, encoded in at most
-    `budget_tokens` tokens; `BudgetTooSmall` when even the envelope does not fit."""
+def pack(
+    head: Mapping[str, Any],
+    sources: Sequence[Source],
+    budget_tokens: int,
+    blocks: Sequence[Block] = (),
+) -> bytes:
+    """`head`, then `budget {tokens, used}`, `sections`, the `blocks` and `omitted`,
+    encoded in at most `budget_tokens` tokens; `BudgetTooSmall` when even the envelope
+    (every block with an empty list) does not fit."""
     by_name = {source.section: source for source in sources}
     sections: dict[str, list[dict[str, Any]]] = {name: [] for name in NAMES}
     omitted = {name: by_name[name].total if name in by_name else 0 for name in NAMES}
+    shown: dict[str, list[dict[str, Any]]] = {block.name: [] for block in blocks}
+    omitted |= {block.name: len(block.entries) for block in blocks}
 
     def body(budget: int, used: int) -> dict[str, Any]:
         return {
             **head,
             "budget": {"tokens": budget, "used": used},
             "sections": sections,
+            **{b.name: {**b.value, b.key: shown[b.name]} for b in blocks},
             "omitted": omitted,
         }
 
@@ -155,11 +184,10 @@ def pack(head: Mapping[str, Any], sources: Sequence[Source], budget_tokens: int)
         )
     # Counts only shrink as items are placed, so the envelope measured now is an upper bound.
     room = budget_tokens * BYTES_PER_TOKEN - len(encode(body(budget_tokens, budget_tokens)))
-    for name in NAMES:
-        if name not in by_name:
-            continue
-        placed = sections[name]
-        for item in by_name[name].items:
+    queue = [(name, sections[name], by_name[name].items) for name in NAMES if name in by_name]
+    queue += [(block.name, shown[block.name], block.entries) for block in blocks]
+    for name, placed, items in queue:
+        for item in items:
             comma = 1 if placed else 0
             fitted = _fit(item, room - comma)
             if fitted is None:

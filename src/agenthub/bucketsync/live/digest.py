@@ -128,7 +128,8 @@ def budgeted(
     """`GET /v1/digest?budget_tokens=N`: the encoded body, at most N tokens. Items newer
     than the cursor `after` (and stamped at or after `since`) from the handle's
     `/v1/updates` stream, its unacked directives whatever the cursor, the live claims and
-    the board, in `budget.SECTIONS` order, newest first within a section."""
+    the board, in `budget.SECTIONS` order, newest first within a section; then the
+    `lineage` block, its credits packed by the same rule."""
     bound = naming.normalize_time_bound(since, name="since") if since else None
     # Read before every listing: the cursor this digest hands back never passes an item
     # that could still become visible below it (`core.stamps`); those come next time.
@@ -225,7 +226,9 @@ def budgeted(
         # Pass it back as after=: the next digest starts past everything this one saw.
         "cursor": newest,
     }
-    return budget.pack(head, sources, budget_tokens)
+    # Below every section, as in the plain digest: who others build on.
+    blocks = [budget.Block("lineage", lineageview.digest_block(hub), "credits")]
+    return budget.pack(head, sources, budget_tokens, blocks)
 
 
 def _load(hub: Hub, paths: Sequence[str]) -> dict[str, Record]:

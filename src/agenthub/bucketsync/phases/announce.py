@@ -1,28 +1,46 @@
 """Landscape events at phase boundaries, emitted lazily: no timer runs; the first request
 after a boundary passed (by the injected clock) writes one `phase:changed` event naming
 every boundary passed since the last one announced, addressed to everyone and waking every
-watcher. Idempotent across requests, workers and restarts: under the lock `phase events`,
-a boundary is announced only when its marker (`phases/announced/{phase}.{opened|closed}`
-in the audit bucket, read as stored, not cached) is absent, and the markers are written
-after the event. A worker remembers the boundaries it saw announced, so the steady state
-costs a comparison of the clock with the schedule and no I/O.
+watcher. A worker remembers the boundaries it saw announced, so the steady state costs a
+comparison of the clock with the schedule and no I/O.
+
+Exactly once, across requests, workers, restarts and hosts sharing an S3 bucket with no
+common lock, in two steps, each an edit of one shared file (`core.shared.edits`: under the
+lock `phase events` on local and HF stores, compare-and-swap on S3):
+
+1. Claim: the ledger `phases/announced.json` in the audit bucket maps each announced
+   boundary (`{phase}.{opened|closed}`) to the path of its event. One edit adds every
+   passed boundary it lacks, all mapped to one new event path (its stamp issued now), so
+   of two hosts passing a boundary together one claims it and the other reads the claim.
+2. Write: the event at the claimed path, only if that file is absent (create-if-absent).
+   Every worker that finds a claim of a boundary it has not seen announced writes the
+   claimed event if it is missing, from the boundaries mapped to it: a crash between the
+   claim and the write loses nothing (the next request anywhere writes it, under the
+   claimed stamp), and two writers of one claim write one file.
+
+Boundaries passed together make one event, unless two hosts whose clocks disagree claim
+them in two edits: then each boundary is still announced once, in one of two events.
+Per-boundary markers (`phases/announced/{key}`, written before the ledger) count as
+announced.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
 from agenthub.bucketsync.core import naming
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.perreadmodel import PerReadModel
+from agenthub.bucketsync.core.shared import edits
 from agenthub.bucketsync.landscape.events import Change
-from agenthub.bucketsync.landscape.publish import publish
+from agenthub.bucketsync.landscape.publish import new_path, render, wake
 from agenthub.bucketsync.phases.schedule import reveal_at, situation
 from agenthub.bucketsync.settings import Phase
-from agenthub.bucketsync.storage.base import Batch
 
-MARKERS = "phases/announced/"
+LEDGER = "phases/announced.json"
+MARKERS = "phases/announced/"  # one file per boundary, before the ledger
 LOCK = "phase events"
 
 
@@ -58,20 +76,52 @@ def due(hub: Hub) -> list[Boundary]:
 
 
 def observe(hub: Hub) -> str | None:
-    """Announce the boundaries passed since the last announced one; the event's path, or
-    None when there was nothing to announce (or another request already did)."""
-    if not due(hub):
+    """Announce the boundaries passed since the last announced one; the path of the event
+    this call wrote, or None when there was nothing to write (another request did)."""
+    passed = due(hub)
+    if not passed:
         return None
     audit = hub.settings.audit_bucket
-    seen = _SEEN.of(hub.read_model)
-    with hub.locks.hold(LOCK) as lease:
-        pending = [b for b in due(hub) if hub.store.read(audit, f"{MARKERS}{b.key}") is None]
-        path = publish(hub, _change(hub, pending)) if pending else None
-        if pending:
-            markers = [(f"{MARKERS}{b.key}", naming.iso_now(b.at).encode()) for b in pending]
-            lease.write(lambda: hub.store.write_batch(audit, Batch(adds=markers)))
-        seen.update(b.key for b in due(hub))
-    return path
+    marked = {b.key for b in passed if hub.store.read(audit, f"{MARKERS}{b.key}") is not None}
+    fresh: str | None = None
+    try:
+        for edit in edits(hub, audit, LEDGER, LOCK):
+            ledger = ledger_of(edit.data)
+            pending = [b.key for b in passed if b.key not in ledger and b.key not in marked]
+            if pending:
+                fresh = fresh or new_path(hub)
+                edit.write(_encode({**ledger, **dict.fromkeys(pending, fresh)}))
+        ledger = ledger_of(edit.written if edit.written is not None else edit.data)
+        claims = {ledger[b.key] for b in passed if b.key in ledger}
+        wrote = [path for path in sorted(claims) if _write(hub, path, ledger)]
+    finally:
+        if fresh is not None:  # written, or claimed by nobody: it holds no stream back
+            hub.stamps.settle([fresh.rsplit("/", 1)[-1]])
+    _SEEN.of(hub.read_model).update(b.key for b in passed)
+    return wrote[-1] if wrote else None
+
+
+def _write(hub: Hub, path: str, ledger: dict[str, str]) -> bool:
+    """Write the event claimed at `path` unless it is there; True if this call wrote it."""
+    claimed = [b for b in boundaries(hub.settings.challenge_phases) if ledger.get(b.key) == path]
+    found = _change(hub, claimed)
+    for edit in edits(hub, hub.central, path, LOCK):
+        if edit.data is None:
+            edit.write(render(found, path))
+    if edit.written is None:
+        return False
+    wake(hub, found)
+    return True
+
+
+def ledger_of(data: bytes | None) -> dict[str, str]:
+    """The ledger file's claims: boundary key -> event path."""
+    parsed = json.loads(data) if data else {}
+    return {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
+
+
+def _encode(ledger: dict[str, str]) -> bytes:
+    return json.dumps(ledger, sort_keys=True, indent=1).encode()
 
 
 def _change(hub: Hub, passed: list[Boundary]) -> Change:
