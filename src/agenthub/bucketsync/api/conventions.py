@@ -21,7 +21,8 @@ PHASE_CONVENTIONS = {
     "closed": "outside a phase that accepts results, POST /v1/results and POST /v1/jobs:run "
     "answer 409 PHASE_CLOSED, the hint naming the next phase and its start",
     "events": "a landscape event with reasons [phase:changed] reaches everyone's "
-    "/v1/updates at each phase change (written by the first request after it)",
+    "/v1/updates at each phase change, written at the boundary (one passed while the "
+    "server was down: by the first request after the start)",
     "private_split": "the verifier or the evaluator scores every result on the private "
     "set too; no route shows those scores until the first `split: private` phase starts "
     "(phase.private_split.reveal_at); then GET /v1/leaderboard/final ranks on them",

@@ -1,5 +1,6 @@
 """`/v1/*` routes of the challenge's phases: the schedule, the final leaderboard, final
-entries; and the middleware that announces phase changes on the first request after one."""
+entries; and the middleware that announces a phase change on the first request after it
+when the boundary timer (`phases.timer`) has not (the server was down, the store failed)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """The app's lifespan: what runs before the first request (the buckets, the change feed,
 journal recovery) and which background tasks start and stop with it (the store sweep, the
-bus, scoring, the presence map)."""
+bus, scoring, the phase boundaries' announcer, the presence map)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +17,7 @@ from fastapi import FastAPI
 from agenthub.bucketsync.core import journal
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.idempotency import RunningGate
+from agenthub.bucketsync.phases.timer import announce_at_boundaries
 from agenthub.bucketsync.scoring.assembly import Scoring
 from agenthub.bucketsync.settings import SettingsError
 from agenthub.bucketsync.storage.base import BucketInfo, BucketStore, ChangeFeed
@@ -55,9 +58,13 @@ def lifespan(
             await bus.start()
         if scoring is not None:
             scoring.start()
+        boundaries = asyncio.create_task(announce_at_boundaries(hub), name="phase boundaries")
         try:
             yield
         finally:
+            boundaries.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await boundaries
             if feed is not None:
                 feed.stop()
             sweeper.join()

@@ -1,7 +1,7 @@
-"""Landscape events at phase boundaries, emitted lazily: no timer runs; the first request
-after a boundary passed (by the injected clock) writes one `phase:changed` event naming
-every boundary passed since the last one announced, addressed to everyone and waking every
-watcher. A worker remembers the boundaries it saw announced, so the steady state costs a
+"""Landscape events at phase boundaries: the boundary's timer (`phases.timer`), or else the
+first request after a boundary passed (by the injected clock), writes one `phase:changed`
+event naming every boundary passed since the last one announced, addressed to everyone
+and waking every watcher. A worker remembers the boundaries it saw announced, so the steady state costs a
 comparison of the clock with the schedule and no I/O.
 
 Exactly once, across requests, workers, restarts and hosts sharing an S3 bucket with no
