@@ -11,6 +11,7 @@ from huggingface_hub import HfApi, HfFileSystem
 from huggingface_hub._bucket_live_follow import BucketFileChange, BucketFollower
 from huggingface_hub.errors import HfHubHTTPError
 
+from agenthub.bucketsync.identity.hf import members_by_email
 from tests.support.hub_emulator import Fault, running_hub
 
 B = "acme/main"
@@ -83,3 +84,27 @@ def test_counts_are_per_route_and_faults_are_counted_too() -> None:
         assert hub.counts() == {"tree": 3, "bucket_info": 1}
         assert hub.api_requests() == 4
         assert [r.fault for r in hub.requests][-1] == "status"
+
+
+def test_the_request_log_keeps_each_query_so_an_email_lookup_differs_from_a_scan() -> None:
+    with running_hub(page_size=1) as hub:
+        hub.accounts.add_user("t1", "ann", email="ann@x.org", acme="admin")
+        hub.accounts.add_user("t2", "bob", acme="write")
+        members_by_email("acme", "ann@x.org", "hf_admin", endpoint=hub.url)
+        assert len(list(HfApi(endpoint=hub.url).list_organization_members("acme"))) == 2
+        records = [r for r in hub.requests if r.route == "org_members"]
+    assert [(r.arg("email"), r.arg("cursor") is not None) for r in records] == [
+        ("ann@x.org", False),
+        (None, False),
+        (None, True),
+    ]
+
+
+def test_a_direct_delete_removes_the_file_and_shows_on_the_feed() -> None:
+    with running_hub() as hub:
+        hub.add_bucket(B)
+        hub.put(B, "a.md", b"x")
+        hub.buckets.delete(B, "a.md")
+        assert hub.files(B) == {}
+        assert hub.buckets.bucket(B).events[-1][2] == [{"path": "a.md", "op": "delete"}]
+        assert hub.counts() == {}

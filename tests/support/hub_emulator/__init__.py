@@ -6,6 +6,7 @@ Start one, point the client at it, arrange state, inject faults, read the counts
         api = HfApi(endpoint=hub.url)                  # or HF_ENDPOINT=hub.url in Settings
         hub.buckets.add_bucket("acme/main")
         hub.buckets.put("acme/main", "a.md", b"hi")   # direct state access, not counted
+        hub.buckets.delete("acme/main", "a.md")       # (both show on the change feed)
         hub.accounts.add_user("tok", "alice", acme="contributor")
         hub.inject("batch", Fault.rate_limited(300))   # every batch POST answers 429
         hub.inject(["paths_info", "tree"], Fault.reset(), times=1)
@@ -15,7 +16,9 @@ Start one, point the client at it, arrange state, inject faults, read the counts
         with hub.refusing("cas"):                      # only the Xet storage host is down
             ...
         hub.counts()            # Counter by route name, e.g. {"batch": 2, "paths_info": 1}
-        hub.requests            # every RequestRecord (route, method, path, body, token)
+        hub.requests            # every RequestRecord (route, method, path, body, token,
+                                #   query: `record.arg("email")` tells the members lookup
+                                #   by email from a page of the full member scan)
         hub.batch_operations("acme/main")   # the NDJSON operations of each batch
         hub.api_requests()      # what the Hub's rate limiter would count (kind "api")
         hub.reset_counts()

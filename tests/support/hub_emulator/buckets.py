@@ -93,6 +93,11 @@ class BucketState:
             self._apply(self.bucket(bucket_id), [("add", path, digest, int(time.time() * 1000))])
             return digest
 
+    def delete(self, bucket_id: str, path: str) -> None:
+        """Remove `path` as an out-of-band edit would (it shows on the feed)."""
+        with self.lock:
+            self._apply(self.bucket(bucket_id), [("delete", path, "", 0)])
+
     def files(self, bucket_id: str) -> dict[str, bytes]:
         with self.lock:
             bucket = self.bucket(bucket_id)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from tests.support.hub_emulator.wire import HubRequest, Route
@@ -93,6 +93,13 @@ class RequestRecord:
     fault: FaultKind | None
     body: bytes = b""
     token: str | None = None
+    # The query string's arguments (`HubRequest.query`): e.g. which `org_members` requests
+    # were the `?email=` lookup and which a page of the full member scan.
+    query: dict[str, list[str]] = field(default_factory=dict)
+
+    def arg(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
 
 
 class RequestLog:

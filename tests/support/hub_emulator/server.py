@@ -234,6 +234,7 @@ class HttpServer:
                 fault.kind if fault else None,
                 request.body,
                 request.token,
+                request.query,
             )
         )
         if fault is not None and not fault.after_apply:
