@@ -199,6 +199,30 @@ def test_org_role_falls_back_to_the_scan_when_the_email_lookup_fails(
     assert hub.count("org_members") == 3  # the failed lookup, then the scan's two pages
 
 
+def test_the_email_lookup_is_cached_for_the_roles_ttl_a_failure_is_not(
+    hub: HubEmulator,
+) -> None:
+    # A signed-in human who is no member (whoami lists no org) asks /v1/me again and
+    # again: one members request per roles TTL, not one per call.
+    hub.accounts.members["acme"] = [{"user": "boss", "role": "admin", "email": "boss@acme.io"}]
+    clock = FrozenClock()
+    identity = HfIdentity(
+        admin_token="hf_admin", endpoint=hub.url, deadline_s=3, clock=clock, roles_ttl_s=300
+    )
+    assert identity.org_role("acme", "boss", "boss@acme.io") == "admin"
+    assert identity.org_role("acme", "boss", "Boss@acme.io") == "admin"
+    assert hub.count("org_members") == 1
+    clock.advance(301)
+    assert identity.org_role("acme", "boss", "boss@acme.io") == "admin"
+    assert hub.count("org_members") == 2
+    hub.inject("org_members", Fault.status(502), times=1)
+    clock.advance(301)
+    identity.org_role("acme", "boss", "boss@acme.io")  # failed lookup, then the scan
+    before = hub.count("org_members")
+    assert identity.org_role("acme", "boss", "boss@acme.io") == "admin"
+    assert hub.count("org_members") == before + 1  # the failure was not kept
+
+
 def test_member_lookup_failure_is_503(hub: HubEmulator, identity: HfIdentity) -> None:
     hub.inject("org_members", Fault.status(502))
     with pytest.raises(StorageUnavailable):

@@ -1,7 +1,9 @@
 """`HfIdentity`: the Identity port on HF `whoami` and the org members API.
 
 Role lookup uses the Space's admin token: a targeted `members?email=…&limit=1` first
-(when the caller's email is known), then a cached full member map (`roles_ttl_s`). Every
+(when the caller's email is known), then a full member map; both answers are cached for
+`roles_ttl_s` (a failed lookup is not), so a caller asking again (`/v1/me`, a human's
+post) costs the Hub nothing until a role change is due to be seen. Every
 call runs through `HubCalls`: a deadline, no sleeping, failures become `StorageUnavailable`.
 """
 
@@ -11,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from cachetools import TTLCache
 from huggingface_hub import HfApi, get_session
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils._headers import build_hf_headers
@@ -22,6 +25,7 @@ from agenthub.bucketsync.storage.hubcalls import DEFAULT_DEADLINE_S, HubCalls
 from agenthub.clock import Clock, SystemClock
 
 EmailLookup = Callable[[str, str, str | None], list[dict[str, Any]]]
+EMAIL_CACHE_SIZE = 10_000
 
 
 def members_by_email(
@@ -59,6 +63,11 @@ class HfIdentity:
         self._ttl = roles_ttl_s
         self._lock = threading.Lock()
         self._roles: dict[str, tuple[float, dict[str, str]]] = {}
+        # (org, email) -> the lookup's hits; bounded: one entry per human who signed in.
+        self._by_email: TTLCache[tuple[str, str], list[dict[str, Any]]] = TTLCache(
+            maxsize=EMAIL_CACHE_SIZE, ttl=roles_ttl_s, timer=self._clock.monotonic
+        )
+        self._email_lock = threading.Lock()
 
     def _members_by_email(self, org: str, email: str, token: str | None) -> list[dict[str, Any]]:
         return members_by_email(org, email, token, endpoint=str(self._api.endpoint))
@@ -90,18 +99,30 @@ class HfIdentity:
 
     def org_role(self, org: str, user: str, email: str | None = None) -> str | None:
         if email:
-            try:
-                hits = self._calls.run(
-                    f"members of {org} by email",
-                    lambda: self._email_lookup(org, email, self._token),
-                )
-            except Exception:
-                hits = None  # the targeted lookup is best effort; fall back to the scan
+            hits = self._members_with_email(org, email)
             if hits:
                 member = hits[0]
                 if str(member.get("user", "")).lower() == user.lower():
                     return str(member.get("role") or "member")
         return self._role_map(org).get(user.lower())
+
+    def _members_with_email(self, org: str, email: str) -> list[dict[str, Any]] | None:
+        """The targeted lookup's hits, cached; None when it failed (best effort: the
+        caller falls back to the member map)."""
+        key = (org, email.lower())
+        with self._email_lock:
+            cached = self._by_email.get(key)
+        if cached is not None:
+            return cached
+        try:
+            hits: list[dict[str, Any]] = self._calls.run(
+                f"members of {org} by email", lambda: self._email_lookup(org, email, self._token)
+            )
+        except Exception:
+            return None
+        with self._email_lock:
+            self._by_email[key] = hits
+        return hits
 
     def _role_map(self, org: str) -> dict[str, str]:
         now = self._clock.monotonic()
