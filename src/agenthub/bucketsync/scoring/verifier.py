@@ -101,12 +101,15 @@ class Verifier(VerdictBook):
         beat_every = self.settings.verifier_heartbeat_s
         next_beat = 0.0
         while not self._stop.is_set():
+            # A pass stamps what it publishes (as a request does): one that fails settles
+            # its stamps when it ends instead of holding every stream for the stamp lease.
             try:
-                if self.hub.clock.monotonic() >= next_beat:
-                    self.queue.heartbeat()
-                    next_beat = self.hub.clock.monotonic() + beat_every
-                    self.adopt()
-                self.dispatch()
+                with self.hub.stamps.settling():
+                    if self.hub.clock.monotonic() >= next_beat:
+                        self.queue.heartbeat()
+                        next_beat = self.hub.clock.monotonic() + beat_every
+                        self.adopt()
+                    self.dispatch()
             except Exception:
                 log.exception("verifier loop pass failed")
             self._wake.wait(beat_every)
@@ -157,7 +160,8 @@ class Verifier(VerdictBook):
 
     def _consider_logged(self, filename: str) -> None:
         try:
-            self.consider(filename)
+            with self.hub.stamps.settling():  # off any request: settle as one would
+                self.consider(filename)
         except Exception:
             log.exception("verifier could not consider %s", filename)
 

@@ -76,9 +76,12 @@ class RunWatcher:
                     )
                     break
                 self._stop.wait(self.hub.settings.job_poll_s)
-            outcome = self.finish(record, state)
-            if on_done is not None:
-                on_done(outcome)
+            # Off any request: what the ending stamps is settled when it ends, as a
+            # request's would be, whether its writes landed or failed.
+            with self.hub.stamps.settling():
+                outcome = self.finish(record, state)
+                if on_done is not None:
+                    on_done(outcome)
         except Exception:
             log.exception("watcher of %s failed", record.job_id)
         finally:
