@@ -6,32 +6,35 @@ from __future__ import annotations
 
 import pytest
 
-from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import StorageUnavailable
 from agenthub.bucketsync.scoring.verifier import Verifier
-from tests.bucketsync.scoring.conftest import AppFactory
+from tests.bucketsync.scoring.conftest import AppFactory, ScoringWorld
+
+RESULT = "20260301-120000-000_agent-1.md"
 
 
-def stamped_then_refused(stamps: StampIssuer) -> tuple[list[str], object]:
-    """A `consider` that stamps an event, then finds the Hub refusing its write."""
+def refused_after_its_stamp(
+    scoring_world: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> tuple[ScoringWorld, Verifier, list[str]]:
+    """The app's verifier, whose `consider` stamps an event, then finds the Hub refusing
+    its write; returns (world, verifier, the stamps it issued)."""
+    world = scoring_world(VERIFIER_ENABLED="true")
     issued: list[str] = []
 
     def consider(_self: Verifier, _filename: str) -> str:
-        issued.append(stamps.issue("bucket-sync"))
+        issued.append(world.hub.stamps.issue("bucket-sync"))
         raise StorageUnavailable("the Hub refused the write")
 
-    return issued, consider
+    monkeypatch.setattr(Verifier, "consider", consider)
+    return world, world.client.app.state.scoring.verifier, issued  # type: ignore[attr-defined]
 
 
 def test_a_verification_that_failed_after_its_stamp_holds_no_stream(
     scoring_world: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = scoring_world(VERIFIER_ENABLED="true")
-    verifier = world.client.app.state.scoring.verifier  # type: ignore[attr-defined]
-    issued, consider = stamped_then_refused(world.hub.stamps)
-    monkeypatch.setattr(Verifier, "consider", consider)
+    world, verifier, issued = refused_after_its_stamp(scoring_world, monkeypatch)
 
-    verifier._consider_logged("20260301-120000-000_agent-1.md")
+    verifier._consider_logged(RESULT)
 
     assert issued and world.hub.stamps.mark() > issued[0]
 
@@ -39,12 +42,9 @@ def test_a_verification_that_failed_after_its_stamp_holds_no_stream(
 def test_broken_variant_outside_a_settling_scope_the_stamp_holds_streams(
     scoring_world: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = scoring_world(VERIFIER_ENABLED="true")
-    verifier = world.client.app.state.scoring.verifier  # type: ignore[attr-defined]
-    issued, consider = stamped_then_refused(world.hub.stamps)
-    monkeypatch.setattr(Verifier, "consider", consider)
+    world, verifier, issued = refused_after_its_stamp(scoring_world, monkeypatch)
 
     with pytest.raises(StorageUnavailable):
-        verifier.consider("20260301-120000-000_agent-1.md")  # the same work, unscoped
+        verifier.consider(RESULT)  # the same work, with no scope around it
 
     assert world.hub.stamps.mark() == issued[0]  # held until the lease runs out
