@@ -65,10 +65,14 @@ class Workload:
         *,
         clock: Clock | None = None,
         deadline_s: float = 10.0,
+        create_buckets: bool = True,
         **overrides: Any,
     ) -> Iterator[Workload]:
-        hub.add_bucket(CENTRAL, author=ORG)
-        hub.add_bucket(AUDIT, author="acme-admin", private=True)
+        """The app on `hub`; `create_buckets=False` for a second worker of the same service
+        (creating a bucket again would empty it)."""
+        if create_buckets:
+            hub.add_bucket(CENTRAL, author=ORG)
+            hub.add_bucket(AUDIT, author="acme-admin", private=True)
         clock = clock or SystemClock()
         settings = settings_for(hub, data_dir, **overrides)
         identity = HfIdentity(
