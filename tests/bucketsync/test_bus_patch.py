@@ -5,7 +5,6 @@ one Redis bus and one Hub emulator; the Hub's `tree` requests are the listings."
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,11 @@ import pytest
 
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.scaleout import buschanges
-from agenthub.bucketsync.scaleout.bus import RedisBus
 from agenthub.bucketsync.storage.base import Batch, FileChange
 from agenthub.clock import FrozenClock
 from tests.support.hub_emulator import HubEmulator, running_hub
 from tests.support.hub_workload import Workload
+from tests.support.hub_workload import bus_settled as settle
 from tests.support.redisdb import drop_prefix, require_redis, unique_prefix
 
 pytestmark = pytest.mark.redis
@@ -54,19 +53,6 @@ def workers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Wo
 def hub_of(worker: Workload) -> Hub:
     hub: Hub = worker.client.app.state.hub  # type: ignore[attr-defined]
     return hub
-
-
-def settle(a: Workload, b: Workload) -> None:
-    """Wait until `b` has applied every bus event `a` published so far: Redis delivers
-    one publisher's events in order, so `b` seeing a later wake of `a` is enough."""
-    seen = threading.Event()
-    bus_b = hub_of(b).notifier
-    assert isinstance(bus_b, RedisBus)
-    bus_b.subscribe(lambda keys: seen.set() if "test:settled" in keys else None)
-    bus_a = hub_of(a).notifier
-    assert isinstance(bus_a, RedisBus)
-    bus_a.wake(["test:settled"])
-    assert seen.wait(10), "worker b never heard from worker a"
 
 
 def listings(hub: HubEmulator) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,18 @@ class Workload:
         return {
             route: after[route] - before[route] for route in after if after[route] > before[route]
         }
+
+
+def bus_settled(a: Workload, b: Workload, timeout_s: float = 10.0) -> None:
+    """Wait until worker `b` has applied every bus event worker `a` published so far (two
+    apps on one Redis bus): Redis delivers one publisher's events in order, so `b` seeing
+    a later wake of `a` is enough."""
+    from agenthub.bucketsync.scaleout.bus import RedisBus
+
+    bus_a, bus_b = a.client.app.state.hub.notifier, b.client.app.state.hub.notifier  # type: ignore[attr-defined]
+    assert isinstance(bus_a, RedisBus) and isinstance(bus_b, RedisBus)
+    seen = threading.Event()
+    key = f"settled:{uuid.uuid4().hex}"
+    bus_b.subscribe(lambda keys: seen.set() if key in keys else None)
+    bus_a.wake([key])
+    assert seen.wait(timeout_s), "worker b never heard from worker a"
