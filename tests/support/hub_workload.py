@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,10 +67,14 @@ class Workload:
         *,
         clock: Clock | None = None,
         deadline_s: float = 10.0,
+        create_buckets: bool = True,
         **overrides: Any,
     ) -> Iterator[Workload]:
-        hub.add_bucket(CENTRAL, author=ORG)
-        hub.add_bucket(AUDIT, author="acme-admin", private=True)
+        """The app on `hub`; `create_buckets=False` for a second worker of the same service
+        (creating a bucket again would empty it)."""
+        if create_buckets:
+            hub.add_bucket(CENTRAL, author=ORG)
+            hub.add_bucket(AUDIT, author="acme-admin", private=True)
         clock = clock or SystemClock()
         settings = settings_for(hub, data_dir, **overrides)
         identity = HfIdentity(
@@ -162,3 +168,18 @@ class Workload:
         return {
             route: after[route] - before[route] for route in after if after[route] > before[route]
         }
+
+
+def bus_settled(a: Workload, b: Workload, timeout_s: float = 10.0) -> None:
+    """Wait until worker `b` has applied every bus event worker `a` published so far (two
+    apps on one Redis bus): Redis delivers one publisher's events in order, so `b` seeing
+    a later wake of `a` is enough."""
+    from agenthub.bucketsync.scaleout.bus import RedisBus
+
+    bus_a, bus_b = a.client.app.state.hub.notifier, b.client.app.state.hub.notifier  # type: ignore[attr-defined]
+    assert isinstance(bus_a, RedisBus) and isinstance(bus_b, RedisBus)
+    seen = threading.Event()
+    key = f"settled:{uuid.uuid4().hex}"
+    bus_b.subscribe(lambda keys: seen.set() if key in keys else None)
+    bus_a.wake([key])
+    assert seen.wait(timeout_s), "worker b never heard from worker a"

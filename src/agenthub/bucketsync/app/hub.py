@@ -4,7 +4,6 @@ stamps, locks and long-poll registry, shared through Redis when there is a bus),
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,7 @@ from agenthub.bucketsync.core.dedup import DedupClaims, PromotionDedup
 from agenthub.bucketsync.core.hub import Hub, Limiters
 from agenthub.bucketsync.core.locks import FileFences, Leased, LocalLocks, Locks
 from agenthub.bucketsync.core.longpoll import LongPoll
-from agenthub.bucketsync.core.notify import InProcessNotifier, Notifier
+from agenthub.bucketsync.core.notify import FolderListener, InProcessNotifier, Notifier
 from agenthub.bucketsync.core.reach import NoPresenceMap, PresenceMap
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.core.stamps import StampIssuer
@@ -62,18 +61,13 @@ def build_hub(
     dedup: DedupClaims = PromotionDedup(settings.dedup_lru_size)
     stamps = StampIssuer(clock)
     locks: Locks = LocalLocks(_lock_directory(settings))
-    folder_listeners: list[Callable[[frozenset[str]], None]] = []
+    folder_listeners: list[FolderListener] = []
     presence: PresenceMap = NoPresenceMap()
     if bus is not None:
         limiters, dedup, stamps, locks = _shared_state(settings, bus, clock)
         presence = redis_presence(bus, settings.bus_key_prefix)
         folder_listeners.append(bus.folders_changed)
-
-        def invalidate(folders: frozenset[str]) -> None:
-            for folder in folders:
-                read_model.invalidate(folder)
-
-        bus.on_folders_changed(invalidate)
+        bus.on_folders_changed(read_model.others_wrote)
     longpoll = _longpoll(settings, clock, chosen, timer, presence) if timer is not None else None
     if longpoll is not None:
         # A watch held behind the watermark is rung when it moves (core.stamps).

@@ -29,7 +29,7 @@ from agenthub.bucketsync.errors import (
     NotOrganizer,
     Unauthorized,
 )
-from agenthub.bucketsync.storage.base import Batch, FileEntry
+from agenthub.bucketsync.storage.base import Batch, FileChange, FileEntry
 
 CHANNELS = "channels/"
 RESERVED = frozenset({"feed"})
@@ -334,7 +334,7 @@ def unsubscribe(
     # The system's only deleting write; the member's posts stay (BS-12.24).
     hub.store.write_batch(hub.central, Batch(deletes=[path]))
     hub.read_model.delete_through(CHANNELS, path)
-    hub.announce_folders({CHANNELS})
+    hub.announce_folders({CHANNELS}, [FileChange(path, deleted=True)])
     _audit(hub, handle, f"/v1/channels/{name}/unsubscribe", path, 0, 200, caller_info, name, source)
     return _membership(name, handle, subscribed=False, changed=True, notify=None)
 

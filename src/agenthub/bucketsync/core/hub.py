@@ -16,13 +16,19 @@ from agenthub.bucketsync.core.limiter import CompoundLimiter, Rate, RateLimiter
 from agenthub.bucketsync.core.locks import Locks
 from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.naming import SourceRef, parse_source
-from agenthub.bucketsync.core.notify import Notifier
+from agenthub.bucketsync.core.notify import FolderListener, Notifier
 from agenthub.bucketsync.core.readmodel import ReadModel
 from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity.base import Identity
 from agenthub.bucketsync.settings import BucketSyncSettings
-from agenthub.bucketsync.storage.base import Batch, BucketStore, FileEntry, RequestBudget
+from agenthub.bucketsync.storage.base import (
+    Batch,
+    BucketStore,
+    FileChange,
+    FileEntry,
+    RequestBudget,
+)
 from agenthub.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -72,8 +78,9 @@ class Hub:
     notifier: Notifier | None
     longpoll: LongPoll | None  # None offline (CLI passes): nobody parks there
     locks: Locks  # e.g. the job-quota sequence
-    # Told which read-model folders a write touched (the Redis bus tells other workers).
-    folder_listeners: list[Callable[[frozenset[str]], None]]
+    # Told which read-model folders a write touched, and what it wrote there (the Redis
+    # bus tells the other workers, who patch their listings with it).
+    folder_listeners: list[FolderListener]
     # Called with each promoted result's filename after its write (the verifier's trigger,
     # subscribed when scoring is assembled); listeners must return at once and never raise.
     result_listeners: list[Callable[[str], None]] = field(default_factory=list)
@@ -151,7 +158,7 @@ class Hub:
 
     def wrote_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
         """Insert files just written to the central bucket into the read model, and tell
-        the folder listeners."""
+        the folder listeners what changed."""
         written = []
         for path, data in adds:
             digest = hashlib.sha256(data).hexdigest()
@@ -160,10 +167,15 @@ class Hub:
             self.read_model.register_folder(folder)
             self.read_model.write_through(folder, entry, data)
             written.append(entry)
-        self.announce_folders({entry.path.split("/", 1)[0] + "/" for entry in written})
+        self.announce_folders(
+            {entry.path.split("/", 1)[0] + "/" for entry in written},
+            [FileChange(e.path, size=e.size, content_hash=e.content_hash) for e in written],
+        )
         return written
 
-    def announce_folders(self, folders: set[str]) -> None:
+    def announce_folders(self, folders: set[str], changes: list[FileChange] | None = None) -> None:
+        """Tell the folder listeners a write touched `folders`; `changes`, when given, is
+        every file it added, updated or deleted there (else the folders are re-listed)."""
         if folders:
             for listener in self.folder_listeners:
-                listener(frozenset(folders))
+                listener(frozenset(folders), changes)

@@ -14,9 +14,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from agenthub.bucketsync.storage.base import FileChange
+
 # A wake listener may answer with the handles whose parked waiters it woke (the registry
 # does: the post's `reach.woken`); other listeners answer None.
 Listener = Callable[[frozenset[str]], Iterable[str] | None]
+# Told which read-model folders a write touched and, when known, every change it made to
+# them (None: the folders must be listed again); the Redis bus tells the other workers.
+FolderListener = Callable[[frozenset[str], list[FileChange] | None], None]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@
   byte-identical inbox copies share one entry; cold misses are fetched in one batch call;
 - write-through overlay: the service's own writes are inserted synchronously, so
   read-after-write is exact regardless of the TTL;
+- other workers' writes (Redis bus, `others_wrote`): patched in like a feed batch when the
+  event says what changed, else the folder is listed again on its next read;
 - cached-only reads (`cached_only`): inside that block a read that would touch the
   bucket (a listing past its TTL, a cold record) raises `NotCached` instead, so a caller
   on the event loop can answer from memory and hand only the rest to a thread.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,6 +28,8 @@ from agenthub.bucketsync.core.cachedonly import cached_only as cached_only
 from agenthub.bucketsync.core.cachedonly import needs_bucket as needs_bucket
 from agenthub.bucketsync.core.contentcache import ContentCache
 from agenthub.bucketsync.core.feedpatch import patch
+from agenthub.bucketsync.core.filtermemo import FilterMemo as FilterMemo
+from agenthub.bucketsync.core.filtermemo import SearchKeys
 from agenthub.bucketsync.core.frontmatter import Document, parse_lenient
 from agenthub.bucketsync.storage.base import (
     HUB_PRIORITY,
@@ -101,20 +105,7 @@ class _Folder:
     filters: OrderedDict[tuple[Any, ...], tuple[int, list[str]]] = field(
         default_factory=OrderedDict
     )
-    search_keys: _SearchKeys | None = None
-
-
-@dataclass(frozen=True)
-class _SearchKeys:
-    """For `q=`: one listing's keys by content hash (built once per listing, so a query
-    costs its matches), and the hashes not indexed when last looked (a shrinking list,
-    empty once all are; looked up again in full after an eviction)."""
-
-    paths: Mapping[str, str]
-    entries: Mapping[str, FileEntry]
-    by_hash: dict[str, list[str]]
-    removals: int
-    unindexed: list[str]
+    search_keys: SearchKeys | None = None
 
 
 class ReadModel:
@@ -134,6 +125,7 @@ class ReadModel:
         self.feed: ChangeFeed | None = None
         self._reconciled_at = float("-inf")
         self.feed_counts = {"batches": 0, "changes": 0, "relists": 0, "reconciles": 0}
+        self.bus_counts = {"patched": 0, "invalidated": 0}
         self._bucket = bucket
         self._clock = clock
         self._ttl = ttl_s
@@ -225,23 +217,50 @@ class ReadModel:
     def changed(self, changes: list[FileChange]) -> None:
         """A feed batch: patch every listing it touches (a listing in flight gets it
         replayed onto its result)."""
-        self.feed_counts["batches"] += 1
-        self.feed_counts["changes"] += len(changes)
+        self._patch(changes, remote=False)
+
+    def _patch(self, changes: list[FileChange], *, remote: bool) -> None:
+        """Apply a feed batch or (`remote`) another worker's write to the listings."""
+        counts = self.bus_counts if remote else self.feed_counts
+        if not remote:
+            self.feed_counts["batches"] += 1
+            self.feed_counts["changes"] += len(changes)
         for folder, state in list(self._folders.items()):
             mine = [change for change in changes if change.path.startswith(folder)]
             if not mine:
                 continue
             with state.edit:
+                if remote:
+                    # Our own write of a path is superseded, and never taken for this
+                    # change's echo (`feedpatch._echo` maps by size, for the Hub's hash).
+                    for change in mine:
+                        state.overlay.pop(change.path, None)
                 if state.replay is not None:
                     state.replay.extend(mine)
                 if state.entries is None:
                     continue
                 updated = dict(state.entries)
                 if not patch(updated, state.overlay, mine, self.content, self._clock.monotonic()):
-                    self.feed_counts["relists"] += 1
+                    counts["invalidated" if remote else "relists"] += 1
                     state.invalidations += 1
+                elif remote:
+                    counts["patched"] += 1
                 state.entries = updated  # replaced, then the version bumped (`derived`)
                 state.version += 1
+
+    def others_wrote(self, folders: frozenset[str], changes: list[FileChange] | None) -> None:
+        """Another worker wrote to `folders` (Redis bus): patch their listings with
+        `changes`, every file it wrote there. None (an older worker's event, a batch over
+        the bus's cap): each folder is listed again on its next read, as is a folder the
+        changes do not cover. A folder not listed here yet has nothing to patch."""
+        if changes:
+            self._patch(changes, remote=True)
+            covered = {change.path.split("/", 1)[0] + "/" for change in changes}
+        else:
+            covered = set()
+        for folder in folders - covered:
+            self.bus_counts["invalidated"] += 1
+            self.invalidate(folder)
 
     def reconcile(self) -> None:
         """The feed lost track: every listing is taken again on its next read."""
@@ -312,7 +331,7 @@ class ReadModel:
         """A memo for content-filtered key lists of `folder`, valid for one listing version
         and bounded to the most recent FILTER_MEMO_SIZE filters; it also answers a `q=`
         search from the search index, for the records the index holds."""
-        return FilterMemo(self, folder)
+        return FilterMemo(self, folder, self._folder(folder))
 
     def records(self, paths: Iterable[str], folder: str) -> dict[str, Record]:
         """Parsed records for `paths` (those that exist); cold misses in one batch read."""
@@ -383,64 +402,3 @@ class ReadModel:
         return Record(
             path=entry.path, content_hash=entry.content_hash, size=entry.size, document=document
         )
-
-
-class FilterMemo:
-    """`ReadModel.filter_memo(folder)`: called as `memo(signature, compute)`."""
-
-    def __init__(self, model: ReadModel, folder: str) -> None:
-        self.model = model
-        self.folder = folder
-
-    def __call__(self, signature: tuple[Any, ...], compute: Callable[[], list[str]]) -> list[str]:
-        model, state = self.model, self.model._folder(self.folder)
-        version = model.version(self.folder)
-        with state.lock:
-            hit = state.filters.get(signature)
-            if hit is not None and hit[0] == version:
-                state.filters.move_to_end(signature)
-                return hit[1]
-        keys = compute()
-        with state.lock:
-            if state.version == version:
-                state.filters[signature] = (version, keys)
-                state.filters.move_to_end(signature)
-                while len(state.filters) > model.FILTER_MEMO_SIZE:
-                    state.filters.popitem(last=False)
-        return keys
-
-    def search(
-        self, query: str, keys: Sequence[str], paths: Mapping[str, str]
-    ) -> tuple[list[str], list[str]] | None:
-        """The keys among `keys` (each mapped to a path by `paths`) whose indexed record
-        contains the lowered `query`, and those whose record is not indexed yet (to load
-        and check), each sorted; None when the index cannot narrow the query. Costs the
-        index's candidates, not the folder, once the folder is indexed."""
-        model, state = self.model, self.model._folder(self.folder)
-        index = model.content.index
-        entries = model.entries(self.folder)
-        cached = state.search_keys
-        # Entries are replaced, never changed in place: the same dict is the same contents.
-        if cached is None or cached.paths is not paths or cached.entries is not entries:
-            by_hash: dict[str, list[str]] = {}
-            for key, path in paths.items():
-                entry = entries.get(path)
-                if entry is not None:
-                    by_hash.setdefault(entry.content_hash, []).append(key)
-            cached = _SearchKeys(paths, entries, by_hash, -1, [])
-        removals = index.removals  # read first: an eviction during the search recounts next time
-        by_hash = cached.by_hash
-        found = index.search(
-            query, by_hash, cached.unindexed if cached.removals == removals else by_hash
-        )
-        if found is None:
-            return None
-        hashes, unindexed = found
-        state.search_keys = _SearchKeys(paths, entries, by_hash, removals, unindexed)
-        matching = [key for h in hashes for key in by_hash[h]]
-        unchecked = [key for h in unindexed for key in by_hash[h]]
-        if len(keys) != len(paths):  # other filters came first
-            kept = set(keys)
-            matching = [key for key in matching if key in kept]
-            unchecked = [key for key in unchecked if key in kept]
-        return sorted(matching), sorted(unchecked)  # listing keys are sorted

@@ -3,9 +3,11 @@ by any worker reach every worker (`BUCKETSYNC_BUS_URL=redis://…`).
 
 A worker delivers its own wakes locally at once (no round trip on the hot path) and
 publishes them with its origin id; the listener skips its own messages. Other workers first
-invalidate the named read-model folders (their listing caches would otherwise miss the
-write for up to `LISTING_TTL_S`) and then wake their waiters, so a woken waiter's re-check
-sees the record it was woken for — the seed's W1-before-W2 ordering, across processes.
+patch the named read-model folders with the files the write changed, or invalidate them
+when the event does not say (`scaleout.buschanges`; their listing caches would otherwise
+miss the write for up to `LISTING_TTL_S`), and then wake their waiters, so a woken
+waiter's re-check sees the record it was woken for — the seed's W1-before-W2 ordering,
+across processes.
 
 Every event also carries the publisher's low mark (`core.stamps`), and each worker
 publishes its mark every MARK_EVERY_S: the streams' watermark across workers. A worker
@@ -26,12 +28,18 @@ from collections.abc import Callable, Iterable
 import redis
 import redis.asyncio as aioredis
 
-from agenthub.bucketsync.core.notify import InProcessNotifier, Listener, NotifierHealth
+from agenthub.bucketsync.core.notify import (
+    FolderListener,
+    InProcessNotifier,
+    Listener,
+    NotifierHealth,
+)
 from agenthub.bucketsync.errors import StorageUnavailable
+from agenthub.bucketsync.scaleout import buschanges
+from agenthub.bucketsync.storage.base import FileChange
 
 log = logging.getLogger(__name__)
 
-FolderListener = Callable[[frozenset[str]], None]
 MarkListener = Callable[[str, str], None]
 # How stale another worker's mark may be while it is idle: what a cross-worker delivery
 # may wait for, at most, above the wake itself.
@@ -86,10 +94,13 @@ class RedisBus:
         self._publish({"keys": sorted(batch)})
         return woken
 
-    def folders_changed(self, folders: Iterable[str]) -> None:
+    def folders_changed(
+        self, folders: Iterable[str], changes: list[FileChange] | None = None
+    ) -> None:
         changed = sorted(set(folders))
         if changed:
-            self._publish({"folders": changed})
+            wire = buschanges.encode(changes)
+            self._publish({"folders": changed, **({} if wire is None else {"changes": wire})})
 
     def _event(self, event: dict[str, object]) -> str:
         mark = {"mark": self._mark_source()} if self._mark_source is not None else {}
@@ -194,8 +205,9 @@ class RedisBus:
         with self._lock:
             folder_listeners = list(self._folder_listeners)
         if folders:
+            changes = buschanges.decode(event.get("changes"))
             for listener in folder_listeners:
-                listener(folders)
+                listener(folders, changes)
         # After the folders (its writes are re-listed) and before the wake (the woken
         # waiter's re-check sees the mark its write moved).
         if isinstance(mark, str) and self._mark_listener is not None:
