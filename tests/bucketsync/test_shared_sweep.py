@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from agenthub.bucketsync.app import create_app
@@ -62,6 +64,26 @@ def test_broken_variant_a_pid_only_temp_of_another_host_is_swept(tmp_path: Path)
     in_flight = aged(tmp_path / "data" / "buckets" / "ns" / "b" / f".tmp-{dead_pid()}-up-1", 3600)
     assert store.sweep().temps_removed == 1
     assert not in_flight.exists()
+
+
+def test_a_file_a_live_write_moves_during_the_sweep_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The start-up sweep runs beside the first requests: a temp file it listed may be
+    # renamed into place before it looks at it (seen in CI as a FileNotFoundError).
+    store = LocalBucketStore(tmp_path / "data")
+    store.create("ns/b", creator="me")
+    store.write_batch("ns/b", Batch(adds=[("kept.md", b"x")]))
+    listed = store._walk
+
+    def walk_then_move(root: Path, *, temps_only: bool = False) -> Iterator[Path]:
+        yield root / f".tmp-{dead_pid()}-renamed-meanwhile"  # listed, then gone
+        yield from listed(root, temps_only=temps_only)
+
+    monkeypatch.setattr(store, "_walk", walk_then_move)
+
+    assert store.sweep().temps_removed == 0
+    assert store.read("ns/b", "kept.md") == b"x"
 
 
 def test_start_on_s3_touches_no_object_of_the_bucket(s3: S3Server, tmp_path: Path) -> None:  # noqa: F811

@@ -142,3 +142,11 @@ def _replace(target: str, fill: Callable[[str], None], *, durable: bool) -> None
         raise
     if durable:
         fsync_dir(parent)
+
+
+def stat_if_present(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """`path`'s stat, or None when it is gone (a live write renamed or removed it)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None

@@ -55,6 +55,7 @@ from agenthub.bucketsync.storage.diskfiles import (
     make_parent,
     pieces,
     read_file,
+    stat_if_present,
     temp_beside,
     temp_prefix,
     write_fd,
@@ -318,18 +319,17 @@ class LocalBucketStore:
         objects = temps = 0
         store = Path(self._objects)
         if store.is_dir() and self._hard_links_work():
-            for path in self._walk(store):
-                st = path.stat()
-                if path.name.startswith(".tmp-"):
-                    continue
-                if st.st_nlink == 1 and st.st_mtime < cutoff:
+            for path in self._walk(store):  # what it lists, a live write may move
+                st = None if path.name.startswith(".tmp-") else stat_if_present(path)
+                if st is not None and st.st_nlink == 1 and st.st_mtime < cutoff:
                     with self._stripe(path.name), contextlib.suppress(FileNotFoundError):
                         if path.stat().st_nlink == 1:
                             path.unlink()
                             objects += 1
         for root in (store, self._root / "buckets"):
             for path in self._walk(root, temps_only=True):
-                if abandoned(path.name, path.stat().st_mtime, cutoff=cutoff, now=time.time()):
+                st = stat_if_present(path)
+                if st and abandoned(path.name, st.st_mtime, cutoff=cutoff, now=time.time()):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
                         temps += 1
