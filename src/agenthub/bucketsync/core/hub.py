@@ -17,7 +17,7 @@ from agenthub.bucketsync.core.locks import Locks
 from agenthub.bucketsync.core.longpoll import LongPoll
 from agenthub.bucketsync.core.naming import SourceRef, parse_source
 from agenthub.bucketsync.core.notify import FolderListener, Notifier
-from agenthub.bucketsync.core.readmodel import ReadModel
+from agenthub.bucketsync.core.readmodel import ReadModel, folder_of
 from agenthub.bucketsync.core.stamps import StampIssuer
 from agenthub.bucketsync.errors import InvalidPath, PartialWrite, StorageUnavailable
 from agenthub.bucketsync.identity.base import Identity
@@ -159,17 +159,17 @@ class Hub:
     def wrote_central(self, adds: list[tuple[str, bytes]]) -> list[FileEntry]:
         """Insert files just written to the central bucket into the read model, and tell
         the folder listeners what changed."""
-        written = []
+        written, folders = [], set()
         for path, data in adds:
             digest = hashlib.sha256(data).hexdigest()
             entry = FileEntry(path=path, size=len(data), content_hash=digest)
-            folder = path.split("/", 1)[0] + "/"
+            folder = folder_of(path)
             self.read_model.register_folder(folder)
             self.read_model.write_through(folder, entry, data)
             written.append(entry)
+            folders.add(folder)
         self.announce_folders(
-            {entry.path.split("/", 1)[0] + "/" for entry in written},
-            [FileChange(e.path, size=e.size, content_hash=e.content_hash) for e in written],
+            folders, [FileChange(e.path, size=e.size, content_hash=e.content_hash) for e in written]
         )
         return written
 

@@ -44,6 +44,7 @@ from agenthub import pids
 from agenthub.bucketsync.core import idempotency
 from agenthub.bucketsync.core.hub import Hub
 from agenthub.bucketsync.core.idempotency import Answer, Attempt, RunningGate
+from agenthub.bucketsync.core.readmodel import folder_of
 from agenthub.bucketsync.errors import AlreadyPromoted, StorageUnavailable
 from agenthub.bucketsync.storage.base import Batch
 
@@ -142,7 +143,7 @@ def roll_back(hub: Hub, entry: Entry) -> None:
         if entry.derived:
             hub.store.write_batch(hub.central, Batch(deletes=[p for p, _ in entry.derived]))
             for path, _data in entry.derived:
-                hub.read_model.invalidate(path.split("/", 1)[0] + "/")
+                hub.read_model.invalidate(folder_of(path))
         hub.store.write_batch(hub.settings.audit_bucket, Batch(deletes=[entry.path]))
     except StorageUnavailable as exc:
         log.error("post %s not rolled back yet (%s); the next start will", entry.write_id, exc)

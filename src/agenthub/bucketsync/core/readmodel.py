@@ -60,6 +60,11 @@ DEFAULT_FOLDERS = (
 )
 
 
+def folder_of(path: str) -> str:
+    """The read-model folder a central path is listed in: its first segment."""
+    return path.split("/", 1)[0] + "/"
+
+
 @dataclass(frozen=True)
 class Record:
     path: str
@@ -255,7 +260,7 @@ class ReadModel:
         changes do not cover. A folder not listed here yet has nothing to patch."""
         if changes:
             self._patch(changes, remote=True)
-            covered = {change.path.split("/", 1)[0] + "/" for change in changes}
+            covered = {folder_of(change.path) for change in changes}
         else:
             covered = set()
         for folder in folders - covered:
