@@ -20,8 +20,6 @@ lock `phase events` on local and HF stores, compare-and-swap on S3):
 
 Boundaries passed together make one event, unless two hosts whose clocks disagree claim
 them in two edits: then each boundary is still announced once, in one of two events.
-Per-boundary markers (`phases/announced/{key}`, written before the ledger) count as
-announced.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ from agenthub.bucketsync.phases.schedule import reveal_at, situation
 from agenthub.bucketsync.settings import Phase
 
 LEDGER = "phases/announced.json"
-MARKERS = "phases/announced/"  # one file per boundary, before the ledger
 LOCK = "phase events"
 
 
@@ -82,12 +79,11 @@ def observe(hub: Hub) -> str | None:
     if not passed:
         return None
     audit = hub.settings.audit_bucket
-    marked = {b.key for b in passed if hub.store.read(audit, f"{MARKERS}{b.key}") is not None}
     fresh: str | None = None
     try:
         for edit in edits(hub, audit, LEDGER, LOCK):
             ledger = ledger_of(edit.data)
-            pending = [b.key for b in passed if b.key not in ledger and b.key not in marked]
+            pending = [b.key for b in passed if b.key not in ledger]
             if pending:
                 fresh = fresh or new_path(hub)
                 edit.write(_encode({**ledger, **dict.fromkeys(pending, fresh)}))
